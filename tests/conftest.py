@@ -1,0 +1,25 @@
+"""Make the collection importable as ``ansible_collections.xuanwu.cluster`` from any checkout."""
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _collection_root():
+    parts = ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3:-1] == ['ansible_collections', 'xuanwu'] and parts[-1] == 'cluster':
+        return os.sep.join(parts[:-3])
+    base = os.path.join(tempfile.gettempdir(), 'xuanwu-cluster-pytest-%d' % os.getuid())
+    ns = os.path.join(base, 'ansible_collections', 'xuanwu')
+    os.makedirs(ns, exist_ok=True)
+    link = os.path.join(ns, 'cluster')
+    if os.path.islink(link) and os.readlink(link) != ROOT:
+        os.unlink(link)
+    if not os.path.lexists(link):
+        os.symlink(ROOT, link)
+    return base
+
+
+sys.path.insert(0, _collection_root())
+FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
