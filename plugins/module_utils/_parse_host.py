@@ -1,0 +1,593 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers for host tool output (private to the collection).
+
+* :func:`parse_os_release` - ``/etc/os-release``
+* :func:`parse_uname` - ``uname -a``
+* :func:`parse_proc_modules` - ``/proc/modules`` or ``lsmod``
+* :func:`parse_chronyc_tracking` - ``chronyc tracking`` and ``chronyc -c tracking``
+* :func:`parse_ss_listening` - ``ss -H -l -n -t -u -p``
+* :func:`parse_df` - ``df -P -B1 PATH...``
+* :func:`parse_ulimit_memlock` - ``ulimit -l``
+* :func:`parse_lspci_acs` - ``lspci -vvv`` (PCIe Access Control Services)
+* :func:`parse_nccl_version` - ``ncclGetVersion`` code or an NCCL version banner
+
+Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import calendar
+import re
+import time
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+
+
+_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
+_TRAILER_RE = re.compile(r'^exit=[0-9]+$')
+
+
+def _lines(text, source):
+    """Normalise ``text`` (CRLF, ANSI colour codes, capture trailer) into a list of lines."""
+    if not isinstance(text, str):
+        raise ParseError(source, 'expected text, got %s' % type(text).__name__, text)
+    text = _ANSI_RE.sub('', text.replace('\r\n', '\n').replace('\r', '\n'))
+    lines = text.split('\n')
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if lines and _TRAILER_RE.match(lines[-1].strip()):
+        lines.pop()
+    return lines
+
+
+def _nonblank(text, source):
+    return [line for line in _lines(text, source) if line.strip()]
+
+
+# ---------------------------------------------------------------------------------------------
+# /etc/os-release
+
+_OS_KV_RE = re.compile(r'^([A-Z][A-Z0-9_]*)=(.*)$')
+
+
+def _unquote(value, text):
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+        inner = value[1:-1]
+        if value[0] == '"':
+            inner = re.sub(r'\\([\\"$`])', r'\1', inner)
+        return inner
+    if value[:1] in ('"', "'"):
+        raise ParseError('os-release', 'unterminated quote: %r' % value[:80], text)
+    return value
+
+
+def parse_os_release(text):
+    """Parse ``/etc/os-release`` (or ``/usr/lib/os-release``).
+
+    Returns ``{id, id_like: [..], version_id, pretty_name, name, version, version_codename}``;
+    a key the file does not set is ``None`` (``id_like`` ``[]``). ``id`` and ``id_like`` are
+    lower-cased.
+    """
+    fields = {}
+    for raw in _nonblank(text, 'os-release'):
+        line = raw.strip()
+        if line.startswith('#'):
+            continue
+        match = _OS_KV_RE.match(line)
+        if not match:
+            raise ParseError('os-release', 'not a KEY=value line: %r' % line[:80], text)
+        fields[match.group(1)] = _unquote(match.group(2), text)
+    if not fields:
+        raise ParseError('os-release', 'no KEY=value lines', text)
+    if not any(key in fields for key in ('ID', 'NAME', 'PRETTY_NAME', 'VERSION_ID')):
+        raise ParseError('os-release', 'none of ID, NAME, PRETTY_NAME, VERSION_ID is set', text)
+
+    def get(key):
+        return fields.get(key) or None
+
+    return {
+        'id': get('ID').lower() if get('ID') else None,
+        'id_like': [item.lower() for item in (fields.get('ID_LIKE') or '').split()],
+        'version_id': get('VERSION_ID'),
+        'pretty_name': get('PRETTY_NAME'),
+        'name': get('NAME'),
+        'version': get('VERSION'),
+        'version_codename': get('VERSION_CODENAME'),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# uname -a
+
+_ARCH_RE = re.compile(r'^(x86_64|amd64|i[3-6]86|aarch64|aarch64_be|arm64|armv[0-9][a-z0-9]*|ppc64le|ppc64|ppc|'
+                      r's390x|s390|riscv64|riscv32|mips[a-z0-9]*|loongarch64|sparc64|sparc|ia64|alpha|'
+                      r'sh4|m68k|parisc64|parisc|unknown)$')
+_OS_NAMES = ('GNU/Linux', 'Linux', 'Android', 'GNU', 'GNU/kFreeBSD', 'Toybox')
+
+
+def parse_uname(text):
+    """Parse ``uname -a``.
+
+    GNU ``uname -a`` prints kernel-name, nodename, kernel-release, kernel-version (several words),
+    machine, processor and hardware-platform (both left out when "unknown") and operating-system:
+    ``Linux vm 6.18.44-fc-v669 #1 SMP PREEMPT_DYNAMIC @0 x86_64 GNU/Linux``. Returns
+    ``{kernel_name, hostname, release, version, machine, operating_system}``; ``machine`` is
+    ``None`` when uname printed ``unknown`` or no architecture word could be found.
+    """
+    lines = _nonblank(text, 'uname')
+    if len(lines) != 1:
+        raise ParseError('uname', 'expected one line, got %d' % len(lines), text)
+    tokens = lines[0].split()
+    if len(tokens) < 4:
+        raise ParseError('uname', 'too few fields', text)
+    if not re.match(r'^[A-Za-z][A-Za-z0-9_/.-]*$', tokens[0]) or not re.search(r'[0-9]', tokens[2]):
+        raise ParseError('uname', 'not uname -a output', text)
+    tail = tokens[3:]
+    operating_system = None
+    if tail and (tail[-1] in _OS_NAMES or '/' in tail[-1]) and not _ARCH_RE.match(tail[-1]):
+        operating_system = tail.pop()
+    arch = []
+    while tail and len(arch) < 3 and _ARCH_RE.match(tail[-1]):
+        arch.insert(0, tail.pop())
+    machine = arch[0] if arch else None
+    if machine == 'unknown':
+        machine = None
+    return {
+        'kernel_name': tokens[0],
+        'hostname': tokens[1],
+        'release': tokens[2],
+        'version': ' '.join(tail) or None,
+        'machine': machine,
+        'operating_system': operating_system,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc/modules, lsmod
+
+_MODULE_RE = re.compile(r'^([A-Za-z0-9_-]+)\s+([0-9]+)(?:\s+(?:[0-9]+|-)(?:\s.*)?)?$')
+_LSMOD_HEADER_RE = re.compile(r'^Module\s+Size\s+Used\s+by\s*$')
+
+
+def parse_proc_modules(text):
+    """Parse ``/proc/modules`` (``name size refcount deps state address [taint]``) or ``lsmod``.
+
+    Returns the sorted list of loaded module names (``-`` normalised to ``_`` as the kernel
+    does). Empty output is ``[]``.
+    """
+    names = set()
+    for raw in _nonblank(text, 'modules'):
+        line = raw.strip()
+        if _LSMOD_HEADER_RE.match(line):
+            continue
+        match = _MODULE_RE.match(line)
+        if not match:
+            raise ParseError('modules', 'not a module line: %r' % line[:80], text)
+        names.add(match.group(1).replace('-', '_'))
+    return sorted(names)
+
+
+# ---------------------------------------------------------------------------------------------
+# chronyc tracking
+
+_CHRONY_LEAP = ('Normal', 'Insert second', 'Delete second', 'Not synchronised', 'Invalid')
+_SYNCED_LEAP = ('Normal', 'Insert second', 'Delete second')
+# chronyd's own clock when the `local` directive serves time without a source (127.127.1.1)
+_LOCAL_REFIDS = ('00000000', '7F7F0101')
+_CHRONY_ERROR_RE = re.compile(r'^5[0-9][0-9] [A-Za-z].*$')
+_CHRONY_KV_RE = re.compile(r'^([A-Za-z][A-Za-z ()]*?)\s*:\s*(.*?)\s*$')
+_REFID_RE = re.compile(r'^([0-9A-Fa-f]{8})(?:\s+\((.*)\))?$')
+_NUM = r'[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?'
+_SYSTIME_RE = re.compile(r'^(' + _NUM + r') seconds (fast|slow) of NTP time$')
+_FREQ_RE = re.compile(r'^(' + _NUM + r') ppm (fast|slow)$')
+_SECONDS_RE = re.compile(r'^(' + _NUM + r') seconds$')
+_PPM_RE = re.compile(r'^(' + _NUM + r') ppm$')
+_FLOAT_RE = re.compile(_NUM + r'\Z')
+_UINT_RE = re.compile(r'[0-9]+\Z')
+
+
+def _chrony_float(value, what, text):
+    if not _FLOAT_RE.match(value):
+        raise ParseError('chronyc tracking', '%s is not a number: %r' % (what, value), text)
+    return float(value)
+
+
+def _match_num(regex, value, what, text):
+    match = regex.match(value)
+    if not match:
+        raise ParseError('chronyc tracking', 'unexpected %s: %r' % (what, value), text)
+    return float(match.group(1)), (match.group(2) if regex.groups > 1 else None)
+
+
+def _tracking_result(refid, name, stratum, ref_time, offset, last, rms, freq, resid, skew,
+                     delay, dispersion, interval, leap):
+    refid = refid.upper()
+    return {
+        'synchronised': leap in _SYNCED_LEAP and 1 <= stratum <= 15 and refid not in _LOCAL_REFIDS,
+        'leap_status': leap,
+        'stratum': stratum,
+        'reference': refid,
+        'reference_name': name or None,
+        'ref_time_epoch': ref_time,
+        'offset_seconds': offset + 0.0,
+        'last_offset_seconds': last,
+        'rms_offset_seconds': rms,
+        'frequency_ppm': None if freq is None else freq + 0.0,
+        'residual_frequency_ppm': resid,
+        'skew_ppm': skew,
+        'root_delay_seconds': delay,
+        'root_dispersion_seconds': dispersion,
+        'update_interval_seconds': interval,
+    }
+
+
+def _parse_tracking_csv(line, text):
+    fields = line.split(',')
+    if len(fields) != 14:
+        raise ParseError('chronyc tracking', 'CSV line has %d fields, expected 14' % len(fields), text)
+    refid, name, stratum = fields[0], fields[1], fields[2]
+    if not _REFID_RE.match(refid) or ' ' in refid:
+        raise ParseError('chronyc tracking', 'bad reference id %r' % refid, text)
+    if not _UINT_RE.match(stratum):
+        raise ParseError('chronyc tracking', 'bad stratum %r' % stratum, text)
+    nums = [_chrony_float(v, 'field %d' % (i + 3), text) for i, v in enumerate(fields[3:13])]
+    leap = fields[13].strip()
+    if leap not in _CHRONY_LEAP:
+        raise ParseError('chronyc tracking', 'unknown leap status %r' % leap, text)
+    # CSV prints chronyd's "current correction": positive means the system clock is *slow*
+    # (client.c prints "%.9O" as "slow" when the value is > 0), hence the sign flip.
+    return _tracking_result(refid, name, int(stratum), nums[0], -nums[1], nums[2], nums[3], nums[4],
+                            nums[5], nums[6], nums[7], nums[8], nums[9], leap)
+
+
+def _ref_time(value):
+    try:
+        return float(calendar.timegm(time.strptime(value, '%a %b %d %H:%M:%S %Y')))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _parse_tracking_text(lines, text):
+    fields = {}
+    for raw in lines:
+        match = _CHRONY_KV_RE.match(raw.strip())
+        if not match:
+            raise ParseError('chronyc tracking', 'unexpected line: %r' % raw.strip()[:80], text)
+        fields[match.group(1).lower()] = match.group(2)
+    required = ('reference id', 'stratum', 'system time', 'leap status')
+    missing = [key for key in required if key not in fields]
+    if missing:
+        raise ParseError('chronyc tracking', 'missing %s' % ', '.join(missing), text)
+    match = _REFID_RE.match(fields['reference id'])
+    if not match:
+        raise ParseError('chronyc tracking', 'bad Reference ID %r' % fields['reference id'], text)
+    refid, name = match.group(1), match.group(2)
+    if not _UINT_RE.match(fields['stratum']):
+        raise ParseError('chronyc tracking', 'bad Stratum %r' % fields['stratum'], text)
+    leap = fields['leap status']
+    if leap not in _CHRONY_LEAP:
+        raise ParseError('chronyc tracking', 'unknown leap status %r' % leap, text)
+    value, word = _match_num(_SYSTIME_RE, fields['system time'], 'System time', text)
+    offset = value if word == 'fast' else -value
+
+    def opt(key, regex):
+        if key not in fields:
+            return None, None
+        return _match_num(regex, fields[key], key, text)
+
+    freq, freq_word = opt('frequency', _FREQ_RE)
+    if freq is not None and freq_word == 'slow':
+        freq = -freq
+    return _tracking_result(
+        refid, name, int(fields['stratum']),
+        _ref_time(fields['ref time (utc)']) if 'ref time (utc)' in fields else None,
+        offset,
+        opt('last offset', _SECONDS_RE)[0],
+        opt('rms offset', _SECONDS_RE)[0],
+        freq,
+        opt('residual freq', _PPM_RE)[0],
+        opt('skew', _PPM_RE)[0],
+        opt('root delay', _SECONDS_RE)[0],
+        opt('root dispersion', _SECONDS_RE)[0],
+        opt('update interval', _SECONDS_RE)[0],
+        leap)
+
+
+def parse_chronyc_tracking(text):
+    """Parse ``chronyc tracking`` or ``chronyc -c tracking`` (CSV).
+
+    Returns ``{synchronised, leap_status, stratum, reference, reference_name, ref_time_epoch,
+    offset_seconds, last_offset_seconds, rms_offset_seconds, frequency_ppm,
+    residual_frequency_ppm, skew_ppm, root_delay_seconds, root_dispersion_seconds,
+    update_interval_seconds}``.
+
+    Sign convention: ``offset_seconds > 0`` means the system clock is ahead of NTP time ("fast").
+    The text form says so in words ("0.000012 seconds fast of NTP time"); the CSV form prints
+    chronyd's correction, which is positive when the clock is slow, so its sign is flipped.
+    ``last_offset_seconds`` keeps chronyc's sign (positive = local clock was ahead).
+    ``frequency_ppm > 0`` means the clock would run fast without correction ("ppm fast").
+
+    ``synchronised`` is true when the leap status is Normal (or a pending leap second), the
+    stratum is 1..15 and the reference id is neither ``00000000`` (no reference) nor
+    ``7F7F0101`` (chronyd's ``local`` directive: it serves its own unsynchronised clock).
+
+    ``5xx`` replies (``506 Cannot talk to daemon``) raise :class:`ParseError`.
+    """
+    lines = _nonblank(text, 'chronyc tracking')
+    if not lines:
+        raise ParseError('chronyc tracking', 'empty output', text)
+    for line in lines:
+        if _CHRONY_ERROR_RE.match(line.strip()):
+            raise ParseError('chronyc tracking', 'chronyc error: %s' % line.strip()[:120], text)
+    if len(lines) == 1 and ',' in lines[0] and ' : ' not in lines[0]:
+        return _parse_tracking_csv(lines[0].strip(), text)
+    return _parse_tracking_text(lines, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# ss -H -l -n -t -u -p
+
+_NETIDS = ('tcp', 'udp', 'raw', 'sctp', 'mptcp', 'dccp', 'u_str', 'u_dgr', 'u_seq', 'p_raw', 'p_dgr',
+           'nl', 'tipc', 'v_str', 'v_dgr', 'xdp', 'icmp6', 'u_stream', 'u_dgram', 'u_seqpacket')
+_SS_STATES = ('LISTEN', 'UNCONN', 'ESTAB', 'SYN-SENT', 'SYN-RECV', 'FIN-WAIT-1', 'FIN-WAIT-2',
+              'TIME-WAIT', 'CLOSE-WAIT', 'LAST-ACK', 'CLOSING', 'CLOSED', 'UNKNOWN', 'BOUND')
+_SS_HEADER_RE = re.compile(r'^(Netid\s+)?State\s+Recv-Q\s+Send-Q\s+Local\s+Address:Port')
+_SS_USER_RE = re.compile(r'\("((?:[^"\\]|\\.)*)",pid=([0-9]+)')
+
+
+def _split_endpoint(endpoint, text):
+    """``0.0.0.0:22`` / ``[::]:22`` / ``*:22`` / ``127.0.0.53%lo:53`` / ``[fe80::1]%eth0:546``."""
+    if ':' not in endpoint:
+        raise ParseError('ss', 'address without port: %r' % endpoint, text)
+    address, port = endpoint.rsplit(':', 1)
+    interface = None
+    if '%' in address:
+        address, interface = address.split('%', 1)
+    if address.startswith('[') and address.endswith(']'):
+        address = address[1:-1]
+    if not address:
+        raise ParseError('ss', 'empty address in %r' % endpoint, text)
+    if port == '*':
+        port = None
+    elif port.isdigit() and port.isascii() and int(port) <= 65535:
+        port = int(port)
+    else:
+        raise ParseError('ss', 'port is not numeric (run ss with -n): %r' % endpoint, text)
+    return address, port, interface or None
+
+
+def parse_ss_listening(text):
+    """Parse ``ss -H -l -n -t -u -p`` (a header line, as printed without ``-H``, is skipped).
+
+    Returns ``[{proto, state, address, port, interface, process, pid, recv_q, send_q}]`` in output
+    order. ``address`` is without brackets (``::``, ``0.0.0.0``, ``*``); ``interface`` is the
+    ``%dev`` scope (``127.0.0.53%lo`` -> ``lo``); ``port`` is ``None`` for ``*``. ``process`` and
+    ``pid`` come from the first entry of ``users:((...))`` (``None`` without ``-p`` or when not
+    root). ``proto`` is ``None`` when ss leaves out the Netid column (only one protocol asked for).
+    """
+    result = []
+    for raw in _nonblank(text, 'ss'):
+        line = raw.strip()
+        if _SS_HEADER_RE.match(line):
+            continue
+        tokens = line.split()
+        proto = None
+        if tokens and tokens[0] in _NETIDS:
+            proto = tokens.pop(0)
+        if len(tokens) < 5 or tokens[0] not in _SS_STATES:
+            raise ParseError('ss', 'unexpected line: %r' % line[:100], text)
+        state, recv_q, send_q, local = tokens[0], tokens[1], tokens[2], tokens[3]
+        if not (recv_q.isdigit() and send_q.isdigit() and recv_q.isascii() and send_q.isascii()):
+            raise ParseError('ss', 'queue sizes are not numbers: %r' % line[:100], text)
+        address, port, interface = _split_endpoint(local, text)
+        rest = ' '.join(tokens[5:])
+        users = _SS_USER_RE.findall(rest)
+        process, pid = None, None
+        if users:
+            process, pid = users[0][0], int(users[0][1])
+        result.append({
+            'proto': proto,
+            'state': state,
+            'address': address,
+            'port': port,
+            'interface': interface,
+            'process': process,
+            'pid': pid,
+            'recv_q': int(recv_q),
+            'send_q': int(send_q),
+        })
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# df -P -B1
+
+_DF_HEADER_RE = re.compile(r'^Filesystem\s+([0-9]+)([KMGTPE]i?B?|B)?-blocks\s+Used\s+Avail(?:able)?\s+'
+                           r'(?:Capacity|Use%)\s+Mounted on\s*$')
+_DF_ROW_RE = re.compile(r'^(\S.*?)\s+([0-9]+|-)\s+([0-9]+|-)\s+([0-9]+|-)\s+([0-9]+%|-)\s+(/.*?)\s*$')
+_DF_UNITS = {'': 1, 'B': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3, 'T': 1024 ** 4, 'P': 1024 ** 5,
+             'E': 1024 ** 6}
+
+
+def parse_df(text):
+    """Parse ``df -P -B1 PATH...`` (POSIX format).
+
+    Returns ``[{filesystem, size_bytes, used_bytes, free_bytes, use_percent, mount}]`` in output
+    order. The block size is read from the header (``1-blocks``, ``1024-blocks``, ``1K-blocks``)
+    so plain ``df -P`` works as well; ``-`` values are ``None``. ``df: PATH: ...`` error messages
+    are skipped. Empty output is ``[]``.
+    """
+    factor = 1
+    result = []
+    for raw in _nonblank(text, 'df'):
+        line = raw.strip()
+        if line.startswith('df: '):
+            continue
+        header = _DF_HEADER_RE.match(line)
+        if header:
+            unit = (header.group(2) or '').replace('iB', '').replace('B', '') or ''
+            factor = int(header.group(1)) * _DF_UNITS.get(unit, 1)
+            continue
+        match = _DF_ROW_RE.match(line)
+        if not match:
+            raise ParseError('df', 'unexpected line: %r' % line[:100], text)
+        fs, size, used, avail, percent, mount = match.groups()
+
+        def num(value):
+            return None if value == '-' else int(value) * factor
+
+        result.append({
+            'filesystem': fs,
+            'size_bytes': num(size),
+            'used_bytes': num(used),
+            'free_bytes': num(avail),
+            'use_percent': None if percent == '-' else int(percent[:-1]),
+            'mount': mount,
+        })
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# ulimit -l
+
+def parse_ulimit_memlock(text):
+    """Parse ``ulimit -l``: ``unlimited`` -> ``{"unlimited": True, "kib": None}``, ``8192`` ->
+    ``{"unlimited": False, "kib": 8192}`` (bash reports the locked-memory limit in KiB)."""
+    lines = _nonblank(text, 'ulimit -l')
+    if len(lines) != 1:
+        raise ParseError('ulimit -l', 'expected one line, got %d' % len(lines), text)
+    value = lines[0].strip()
+    if value == 'unlimited':
+        return {'unlimited': True, 'kib': None}
+    if value.isdigit() and value.isascii():
+        return {'unlimited': False, 'kib': int(value)}
+    raise ParseError('ulimit -l', 'not a number or "unlimited": %r' % value[:80], text)
+
+
+# ---------------------------------------------------------------------------------------------
+# lspci -vvv (ACS)
+
+_PCI_DEV_RE = re.compile(r'^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$')
+_ACS_CAP_RE = re.compile(r'^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?\]\s+Access Control Services\s*$')
+_ACS_LINE_RE = re.compile(r'^ACS(Cap|Ctl):\s*(.*)$')
+_ACS_FLAG_RE = re.compile(r'([A-Za-z]+)([+-])')
+_ACS_FLAGS = ('SrcValid', 'TransBlk', 'ReqRedir', 'CmpltRedir', 'UpstreamFwd', 'EgressCtrl', 'DirectTrans')
+_ACS_P2P_BREAKERS = ('SrcValid', 'ReqRedir', 'CmpltRedir', 'UpstreamFwd')
+
+
+def _acs_flags(value):
+    found = dict(_ACS_FLAG_RE.findall(value))
+    return dict((flag, None if flag not in found else found[flag] == '+') for flag in _ACS_FLAGS)
+
+
+def parse_lspci_acs(text):
+    """Read the PCIe Access Control Services state from ``lspci -vvv`` (run as root).
+
+    Returns ``{checked, access_denied, devices: {bdf: {SrcValid, TransBlk, ReqRedir, CmpltRedir,
+    UpstreamFwd, EgressCtrl, DirectTrans}}, names: {bdf: description}, enabled: [bdf, ...]}``.
+    ``devices`` holds the ``ACSCtl`` (control, i.e. what is switched on) flags of every function
+    that has the ACS capability; a flag lspci did not print is ``None``. ``enabled`` lists, in
+    output order, the functions where any of SrcValid/ReqRedir/CmpltRedir/UpstreamFwd is on: those
+    redirect peer-to-peer traffic to the root complex and break GPUDirect P2P/RDMA through a PCIe
+    switch. BDFs are lower-case with a domain (``00:01.0`` -> ``0000:00:01.0``).
+
+    ``checked`` is true when lspci listed devices and could read their capabilities;
+    ``access_denied`` is true when lspci printed ``Capabilities: <access denied>`` (not root), in
+    which case ``checked`` is false. ``lspci:``/``pcilib:`` warnings are ignored.
+    """
+    devices = {}
+    names = {}
+    enabled = []
+    current = None
+    in_acs = False
+    seen_device = False
+    denied = False
+    for raw in _lines(text, 'lspci'):
+        if not raw.strip():
+            current, in_acs = None, False
+            continue
+        if raw[:1] not in (' ', '\t'):
+            line = raw.strip()
+            if line.startswith(('lspci:', 'pcilib:')):
+                continue
+            match = _PCI_DEV_RE.match(line)
+            if not match:
+                raise ParseError('lspci', 'unexpected line: %r' % line[:100], text)
+            bdf = match.group(1).lower()
+            if bdf.count(':') == 1:
+                bdf = '0000:' + bdf
+            current = (bdf, match.group(2).strip())
+            in_acs = False
+            seen_device = True
+            continue
+        if current is None:
+            raise ParseError('lspci', 'indented line outside a device: %r' % raw.strip()[:100], text)
+        line = raw.strip()
+        if line.startswith('Capabilities:'):
+            if '<access denied>' in line:
+                denied = True
+            in_acs = bool(_ACS_CAP_RE.match(line))
+            continue
+        if not in_acs:
+            continue
+        match = _ACS_LINE_RE.match(line)
+        if match and match.group(1) == 'Ctl':
+            bdf = current[0]
+            flags = _acs_flags(match.group(2))
+            devices[bdf] = flags
+            names[bdf] = current[1]
+            if any(flags[flag] for flag in _ACS_P2P_BREAKERS) and bdf not in enabled:
+                enabled.append(bdf)
+    return {
+        'checked': seen_device and not denied,
+        'access_denied': denied,
+        'devices': devices,
+        'names': names,
+        'enabled': enabled,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# NCCL version
+
+_NCCL_BANNER_RE = re.compile(r'NCCL version ([0-9]+)\.([0-9]+)\.([0-9]+)')
+_NCCL_DOTTED_RE = re.compile(r'^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+][0-9A-Za-z.+-]*)?$')
+_NCCL_CODE_RE = re.compile(r'^[0-9]{4,6}$')
+
+
+def parse_nccl_version(text):
+    """Return the NCCL version as ``"major.minor.patch"``.
+
+    Accepts the ``ncclGetVersion`` integer (``22809`` -> ``2.28.9``: major*10000+minor*100+patch
+    since NCCL 2.9; ``2708`` -> ``2.7.8``: major*1000+minor*100+patch before), a dotted version
+    (``2.28.9``, ``2.28.9-1+cuda13.0``) or any text with an ``NCCL version 2.28.9+cuda13.0``
+    banner (NCCL_DEBUG=INFO). Empty text (library not found) is ``None``.
+    """
+    lines = [line.strip() for line in _nonblank(text, 'nccl version')]
+    if not lines:
+        return None
+    for line in lines:
+        match = _NCCL_BANNER_RE.search(line)
+        if match:
+            return '%d.%d.%d' % tuple(int(g) for g in match.groups())
+    if len(lines) == 1:
+        value = lines[0]
+        match = _NCCL_DOTTED_RE.match(value)
+        if match:
+            return '%d.%d.%d' % tuple(int(g) for g in match.groups())
+        if _NCCL_CODE_RE.match(value):
+            code = int(value)
+            if code >= 10000:
+                major, rest = divmod(code, 10000)
+            else:
+                major, rest = divmod(code, 1000)
+            minor, patch = divmod(rest, 100)
+            if major < 1:
+                raise ParseError('nccl version', 'version code out of range: %r' % value, text)
+            return '%d.%d.%d' % (major, minor, patch)
+    raise ParseError('nccl version', 'no NCCL version found', text)

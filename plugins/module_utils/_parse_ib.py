@@ -1,0 +1,207 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers for InfiniBand / RDMA tool output (private to the collection).
+
+* :func:`parse_ibstat` reads ``ibstat`` (infiniband-diags).
+* :func:`parse_ib_counters` reads ``grep -H . /sys/class/infiniband/*/ports/*/counters/*
+  /sys/class/infiniband/*/ports/*/hw_counters/*``.
+
+Both raise :class:`ParseError` on text that is not what the tool prints and nothing else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+
+
+_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
+_TRAILER_RE = re.compile(r'^exit=\d+$')
+
+_CA_RE = re.compile(r"^CA\s+'([^']+)'\s*$")
+_PORT_RE = re.compile(r'^Port\s+([0-9]+)\s*:\s*$')
+_KV_RE = re.compile(r'^([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)$')
+_RATE_RE = re.compile(r'^([0-9]+(?:\.[0-9]+)?)(?:\s.*)?$')
+
+_CA_KEYS = {
+    'ca type': 'ca_type',
+    'number of ports': 'number_of_ports',
+    'firmware version': 'firmware',
+    'hardware version': 'hardware_version',
+    'node guid': 'node_guid',
+    'system image guid': 'system_image_guid',
+}
+
+_PORT_KEYS = {
+    'state': 'state',
+    'physical state': 'physical_state',
+    'rate': 'rate_gbps',
+    'base lid': 'base_lid',
+    'lmc': 'lmc',
+    'sm lid': 'sm_lid',
+    'capability mask': 'capability_mask',
+    'port guid': 'port_guid',
+    'link layer': 'link_layer',
+}
+
+_INT_PORT_KEYS = ('base_lid', 'lmc', 'sm_lid')
+
+
+def _lines(text, source):
+    """Normalise ``text`` (CRLF, ANSI colour codes, capture trailer) into a list of lines."""
+    if not isinstance(text, str):
+        raise ParseError(source, 'expected text, got %s' % type(text).__name__, text)
+    text = _ANSI_RE.sub('', text.replace('\r\n', '\n').replace('\r', '\n'))
+    lines = text.split('\n')
+    while lines and not lines[-1].strip():
+        lines.pop()
+    # Capture bundles append "exit=N" after the tool's own output.
+    if lines and _TRAILER_RE.match(lines[-1].strip()):
+        lines.pop()
+    return lines
+
+
+def _int(value, source, what, text):
+    value = value.strip()
+    try:
+        if value.lower().startswith('0x'):
+            return int(value, 16)
+        return int(value, 10)
+    except ValueError:
+        raise ParseError(source, '%s is not an integer: %r' % (what, value), text)
+
+
+def _rate(value, source, text):
+    """``400`` -> 400, ``2.5`` -> 2.5, ``400 Gb/sec (4X NDR)`` -> 400."""
+    match = _RATE_RE.match(value.strip())
+    if not match:
+        raise ParseError(source, 'rate is not a number: %r' % value, text)
+    number = float(match.group(1))
+    return int(number) if number == int(number) else number
+
+
+def _new_ca():
+    ca = dict((key, None) for key in _CA_KEYS.values())
+    ca['ports'] = {}
+    return ca
+
+
+def _new_port():
+    return dict((key, None) for key in _PORT_KEYS.values())
+
+
+def _set_ca_value(ca, key, value, text):
+    if key == 'number_of_ports':
+        ca[key] = _int(value, 'ibstat', 'Number of ports', text)
+    else:
+        ca[key] = value or None
+
+
+def _set_port_value(port, key, value, text):
+    if key == 'rate_gbps':
+        port[key] = _rate(value, 'ibstat', text)
+    elif key in _INT_PORT_KEYS:
+        port[key] = _int(value, 'ibstat', key, text)
+    else:
+        port[key] = value or None
+
+
+def parse_ibstat(text):
+    """Parse ``ibstat`` output.
+
+    Returns ``{ca_name: {ca_type, number_of_ports, firmware, hardware_version, node_guid,
+    system_image_guid, ports: {"1": {state, physical_state, rate_gbps, link_layer, base_lid,
+    sm_lid, lmc, capability_mask, port_guid}}}}``. A field that ibstat did not print is ``None``.
+    ``rate_gbps`` is an int (``400``) or a float for fractional rates (``2.5``).
+
+    Empty output (no HCA) is ``{}``. ``ibwarn:`` lines are ignored. An ``ibpanic:`` line
+    (ibstat aborted) raises :class:`ParseError` when no CA was printed before it; when some CAs
+    were printed first, those are returned (the probe's exit status records the failure).
+    """
+    lines = _lines(text, 'ibstat')
+    cas = {}
+    ca = None
+    port = None
+    panic = None
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith('ibwarn:'):
+            continue
+        if line.startswith('ibpanic:'):
+            panic = line
+            break
+        match = _CA_RE.match(line)
+        if match:
+            name = match.group(1)
+            if name in cas:
+                raise ParseError('ibstat', 'CA %r printed twice' % name, text)
+            ca = _new_ca()
+            cas[name] = ca
+            port = None
+            continue
+        if ca is None:
+            raise ParseError('ibstat', 'unexpected line before the first CA: %r' % line[:80], text)
+        match = _PORT_RE.match(line)
+        if match:
+            number = str(int(match.group(1)))
+            if number in ca['ports']:
+                raise ParseError('ibstat', 'port %s printed twice' % number, text)
+            port = _new_port()
+            ca['ports'][number] = port
+            continue
+        match = _KV_RE.match(line)
+        if not match:
+            raise ParseError('ibstat', 'unexpected line: %r' % line[:80], text)
+        key = match.group(1).strip().lower()
+        value = match.group(2).strip()
+        if port is not None and key in _PORT_KEYS:
+            _set_port_value(port, _PORT_KEYS[key], value, text)
+        elif port is None and key in _CA_KEYS:
+            _set_ca_value(ca, _CA_KEYS[key], value, text)
+        elif key in _CA_KEYS or key in _PORT_KEYS:
+            raise ParseError('ibstat', '%r is out of place' % line[:80], text)
+        # other "Key: value" lines (newer infiniband-diags) are ignored
+    if panic is not None and not cas:
+        raise ParseError('ibstat', 'ibstat failed: %s' % panic[:200], text)
+    return cas
+
+
+_COUNTER_RE = re.compile(
+    r'^/sys/class/infiniband/([^/\s]+)/ports/([0-9]+)/(?:hw_)?counters/([^/:\s]+):\s*(.*?)\s*$')
+_GREP_MSG_RE = re.compile(r'^grep: .*: (No such file or directory|Permission denied|Invalid argument|'
+                          r'Operation not supported|Input/output error|No data available|Is a directory)$')
+
+
+def parse_ib_counters(text):
+    """Parse ``grep -H . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*``.
+
+    Returns ``{ca: {port: {counter: int}}}``; ``counters`` and ``hw_counters`` share one namespace
+    per port (the kernel never uses the same name in both). Counters are raw sysfs values
+    (``port_rcv_data``/``port_xmit_data`` count 4-byte words). ``grep:`` error messages for files
+    that cannot be read are ignored; so are values that are not integers. Empty output is ``{}``.
+    """
+    lines = _lines(text, 'ib counters')
+    result = {}
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if _GREP_MSG_RE.match(line):
+            continue
+        match = _COUNTER_RE.match(line)
+        if not match:
+            raise ParseError('ib counters', 'not a sysfs counter line: %r' % line[:120], text)
+        ca_name, port, counter, value = match.groups()
+        try:
+            number = int(value, 10)
+        except ValueError:
+            continue
+        port = str(int(port))
+        result.setdefault(ca_name, {}).setdefault(port, {})[counter] = number
+    return result

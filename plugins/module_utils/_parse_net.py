@@ -1,0 +1,417 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers for network tool output (private to the collection).
+
+* :func:`parse_ip_link` - ``ip -j -d link show`` (iproute2 JSON)
+* :func:`parse_ethtool` - ``ethtool IF``
+* :func:`parse_ethtool_driver` - ``ethtool -i IF``
+* :func:`parse_roce_ecn` - ``grep -H . /sys/class/net/IF/ecn/roce_{np,rp}/enable/*`` (mlx5)
+* :func:`parse_dcb_pfc` - ``dcb -j pfc show dev IF`` (iproute2 JSON)
+* :func:`parse_mlnx_qos` - ``mlnx_qos -i IF`` (MLNX_OFED / DOCA)
+
+Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+
+
+_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
+_TRAILER_RE = re.compile(r'^exit=[0-9]+$')
+
+
+def _lines(text, source):
+    """Normalise ``text`` (CRLF, ANSI colour codes, capture trailer) into a list of lines."""
+    if not isinstance(text, str):
+        raise ParseError(source, 'expected text, got %s' % type(text).__name__, text)
+    text = _ANSI_RE.sub('', text.replace('\r\n', '\n').replace('\r', '\n'))
+    lines = text.split('\n')
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if lines and _TRAILER_RE.match(lines[-1].strip()):
+        lines.pop()
+    return lines
+
+
+def _json(text, source):
+    body = '\n'.join(_lines(text, source)).strip()
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise ParseError(source, 'invalid JSON: %s' % exc, text)
+    except RecursionError:
+        raise ParseError(source, 'JSON nested too deeply', text)
+
+
+# ---------------------------------------------------------------------------------------------
+# ip -j -d link show
+
+def _opt_str(entry, key, source, text):
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ParseError(source, '%s is not a string: %r' % (key, value), text)
+    return value
+
+
+def parse_ip_link(text):
+    """Parse ``ip -j [-d] link show``.
+
+    Returns ``{ifname: {mtu, operstate, flags, link_type, address, kind, slave_kind, master,
+    altnames, parentbus, parentdev}}``. ``kind`` is ``linkinfo.info_kind`` (``veth``, ``bridge``,
+    ``ipoib``, ``bond``...; only ``ip -d`` prints it, ``None`` otherwise or for a plain NIC);
+    ``slave_kind`` is ``linkinfo.info_slave_kind``; ``parentbus``/``parentdev`` are what ``ip -d``
+    prints for the device (``pci``/``0000:17:00.0``). Missing keys are ``None``; ``flags`` and
+    ``altnames`` are lists. Empty output or ``[]`` is ``{}``.
+    """
+    data = _json(text, 'ip link')
+    if data is None:
+        return {}
+    if not isinstance(data, list):
+        raise ParseError('ip link', 'expected a JSON list of links', text)
+    result = {}
+    for entry in data:
+        if not isinstance(entry, dict):
+            raise ParseError('ip link', 'link entry is not an object: %r' % (entry,), text)
+        name = entry.get('ifname')
+        if not isinstance(name, str) or not name:
+            raise ParseError('ip link', 'link entry without ifname', text)
+        mtu = entry.get('mtu')
+        if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)):
+            raise ParseError('ip link', '%s: mtu is not an integer: %r' % (name, mtu), text)
+        flags = entry.get('flags', [])
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise ParseError('ip link', '%s: flags is not a list of strings' % name, text)
+        altnames = entry.get('altnames', [])
+        if not isinstance(altnames, list) or not all(isinstance(a, str) for a in altnames):
+            raise ParseError('ip link', '%s: altnames is not a list of strings' % name, text)
+        linkinfo = entry.get('linkinfo') or {}
+        if not isinstance(linkinfo, dict):
+            raise ParseError('ip link', '%s: linkinfo is not an object' % name, text)
+        result[name] = {
+            'mtu': mtu,
+            'operstate': _opt_str(entry, 'operstate', 'ip link', text),
+            'flags': list(flags),
+            'link_type': _opt_str(entry, 'link_type', 'ip link', text),
+            'address': _opt_str(entry, 'address', 'ip link', text),
+            'kind': _opt_str(linkinfo, 'info_kind', 'ip link', text),
+            'slave_kind': _opt_str(linkinfo, 'info_slave_kind', 'ip link', text),
+            'master': _opt_str(entry, 'master', 'ip link', text),
+            'altnames': list(altnames),
+            'parentbus': _opt_str(entry, 'parentbus', 'ip link', text),
+            'parentdev': _opt_str(entry, 'parentdev', 'ip link', text),
+        }
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# ethtool IF
+
+_SETTINGS_RE = re.compile(r'^Settings for (\S+?):\s*$')
+_ETHTOOL_KV_RE = re.compile(r'^\s*([A-Za-z][A-Za-z0-9 ./()-]*?):\s*(.*?)\s*$')
+_SPEED_RE = re.compile(r'^([0-9]+)\s*([MG])b/s$')
+# messages ethtool prints (on stderr, sometimes merged) when it lacks privileges or support
+_ETHTOOL_NOISE = ('Cannot get ', 'Cannot set ', 'netlink error:', 'netlink warning:', 'No data available')
+_YES_NO = {'yes': True, 'no': False, 'on': True, 'off': False}
+
+
+def _speed(value, text):
+    if value.lower().startswith('unknown'):
+        return None
+    match = _SPEED_RE.match(value)
+    if not match:
+        raise ParseError('ethtool', 'unexpected Speed: %r' % value, text)
+    number = int(match.group(1))
+    return number * 1000 if match.group(2) == 'G' else number
+
+
+def _duplex(value):
+    low = value.lower()
+    if low in ('full', 'half'):
+        return low
+    return None  # "Unknown! (255)"
+
+
+def parse_ethtool(text):
+    """Parse ``ethtool IF``.
+
+    Returns ``{ifname, speed_mbps, duplex, link_detected, autoneg, port, lanes}``:
+    ``speed_mbps`` int or ``None`` ("Unknown!"), ``duplex`` ``full``/``half``/``None``,
+    ``link_detected`` and ``autoneg`` booleans (``None`` when not printed), ``port`` as ethtool
+    names it (``Direct Attach Copper``, ``FIBRE``, ``Other``...), ``lanes`` int or ``None``.
+    """
+    lines = _lines(text, 'ethtool')
+    result = {'ifname': None, 'speed_mbps': None, 'duplex': None, 'link_detected': None,
+              'autoneg': None, 'port': None, 'lanes': None}
+    seen = False
+    for raw in lines:
+        if not raw.strip():
+            continue
+        stripped = raw.strip()
+        match = _SETTINGS_RE.match(stripped)
+        if match:
+            if result['ifname'] is not None:
+                raise ParseError('ethtool', 'output covers several interfaces', text)
+            result['ifname'] = match.group(1)
+            seen = True
+            continue
+        if stripped.startswith(_ETHTOOL_NOISE):
+            continue
+        match = _ETHTOOL_KV_RE.match(raw)
+        if not match:
+            if raw[:1] in (' ', '\t') and seen:
+                continue  # continuation of a multi-line value (link modes, message level)
+            raise ParseError('ethtool', 'unexpected line: %r' % stripped[:80], text)
+        if not seen:
+            raise ParseError('ethtool', 'missing "Settings for IF:" header', text)
+        key, value = match.group(1).strip().lower(), match.group(2)
+        if key == 'speed':
+            result['speed_mbps'] = _speed(value, text)
+        elif key == 'duplex':
+            result['duplex'] = _duplex(value)
+        elif key == 'link detected':
+            result['link_detected'] = _YES_NO.get(value.lower())
+        elif key == 'auto-negotiation':
+            result['autoneg'] = _YES_NO.get(value.lower())
+        elif key == 'port':
+            result['port'] = value or None
+        elif key == 'lanes':
+            result['lanes'] = int(value) if re.match(r'[0-9]+\Z', value) else None
+    if not seen:
+        raise ParseError('ethtool', 'missing "Settings for IF:" header', text)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# ethtool -i IF
+
+_DRIVER_KV_RE = re.compile(r'^([a-z][a-z-]*):\s?(.*?)\s*$')
+_FW_RE = re.compile(r'^(\S+)(?:\s+\(([^)]*)\))?(?:\s.*)?$')
+
+
+def parse_ethtool_driver(text):
+    """Parse ``ethtool -i IF``.
+
+    Returns ``{driver, version, firmware, psid, expansion_rom_version, bus_info}``. An empty
+    field is ``None``. mlx5 prints ``firmware-version: 28.39.1002 (MT_0000000838)``: ``firmware``
+    is the version (``28.39.1002``) and ``psid`` the board id in parentheses (``MT_0000000838``).
+    """
+    lines = _lines(text, 'ethtool -i')
+    fields = {}
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(_ETHTOOL_NOISE):
+            continue
+        match = _DRIVER_KV_RE.match(line)
+        if not match:
+            raise ParseError('ethtool -i', 'unexpected line: %r' % line[:80], text)
+        fields[match.group(1)] = match.group(2).strip() or None
+    if 'driver' not in fields:
+        raise ParseError('ethtool -i', 'no "driver:" line', text)
+    firmware = fields.get('firmware-version')
+    psid = None
+    if firmware:
+        match = _FW_RE.match(firmware)
+        if match:
+            firmware, psid = match.group(1), match.group(2) or None
+    return {
+        'driver': fields.get('driver'),
+        'version': fields.get('version'),
+        'firmware': firmware,
+        'psid': psid,
+        'expansion_rom_version': fields.get('expansion-rom-version'),
+        'bus_info': fields.get('bus-info'),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# RoCE ECN sysfs knobs (mlx5)
+
+_ECN_RE = re.compile(r'^/sys/class/net/([^/\s]+)/ecn/roce_(np|rp)/([^/:\s]+)(?:/([0-9]+))?:\s*(.*?)\s*$')
+_GREP_MSG_RE = re.compile(r'^grep: .*: (No such file or directory|Permission denied|Invalid argument|'
+                          r'Operation not supported|Input/output error|No data available|Is a directory)$')
+
+
+def parse_roce_ecn(text):
+    """Parse ``grep -H . /sys/class/net/IF/ecn/roce_np/enable/* /sys/class/net/IF/ecn/roce_rp/enable/*``.
+
+    Returns ``{"np": {"0": False, ..., "3": True}, "rp": {...}}`` keyed by priority (string).
+    ``np`` is the notification point (the receiver sends CNPs), ``rp`` the reaction point (the
+    sender slows down). ``grep:`` messages for missing files are ignored, so a NIC without these
+    knobs gives ``{"np": {}, "rp": {}}``; other ECN parameters in the same tree are ignored.
+    Lines for more than one interface raise :class:`ParseError`.
+    """
+    lines = _lines(text, 'roce ecn')
+    result = {'np': {}, 'rp': {}}
+    ifname = None
+    for raw in lines:
+        line = raw.strip()
+        if not line or _GREP_MSG_RE.match(line):
+            continue
+        match = _ECN_RE.match(line)
+        if not match:
+            raise ParseError('roce ecn', 'not an ecn sysfs line: %r' % line[:120], text)
+        name, point, knob, prio, value = match.groups()
+        if ifname is None:
+            ifname = name
+        elif name != ifname:
+            raise ParseError('roce ecn', 'output covers several interfaces (%s, %s)' % (ifname, name), text)
+        if knob != 'enable' or prio is None:
+            continue
+        if value not in ('0', '1'):
+            raise ParseError('roce ecn', 'enable value is not 0/1: %r' % value, text)
+        result[point][str(int(prio))] = value == '1'
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# dcb -j pfc show dev IF
+
+_ON_OFF = {'on': True, 'off': False, 'true': True, 'false': False}
+
+
+def _flag(value, what, text):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in _ON_OFF:
+        return _ON_OFF[value.lower()]
+    raise ParseError('dcb pfc', '%s is not a boolean: %r' % (what, value), text)
+
+
+def _opt_int(data, key, text):
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParseError('dcb pfc', '%s is not an integer: %r' % (key, value), text)
+    return value
+
+
+def parse_dcb_pfc(text):
+    """Parse ``dcb -j pfc show dev IF`` (iproute2 >= 5.11).
+
+    iproute2 prints ``{"pfc_cap":8,"macsec_bypass":false,"delay":0,"prio_pfc":[false,false,false,
+    true,false,false,false,false]}`` (``prio_pfc`` is an array indexed by priority; see
+    ``dcb/dcb_pfc.c``). A ``prio_pfc`` object keyed by priority and ``"on"``/``"off"`` strings are
+    accepted too. Returns ``{enabled_priorities: [3], prio_pfc: {"0": False, ...}, pfc_cap,
+    macsec_bypass, delay}``.
+    """
+    data = _json(text, 'dcb pfc')
+    if data is None:
+        raise ParseError('dcb pfc', 'empty output', text)
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        raise ParseError('dcb pfc', 'expected a JSON object', text)
+    prio = data.get('prio_pfc')
+    if isinstance(prio, list):
+        items = [(str(i), v) for i, v in enumerate(prio)]
+    elif isinstance(prio, dict):
+        items = list(prio.items())
+    else:
+        raise ParseError('dcb pfc', 'no prio_pfc array', text)
+    prio_pfc = {}
+    for key, value in items:
+        if not isinstance(key, str) or not key.isdigit() or not key.isascii():
+            raise ParseError('dcb pfc', 'priority is not a number: %r' % (key,), text)
+        prio_pfc[str(int(key))] = _flag(value, 'prio_pfc[%s]' % key, text)
+    macsec = data.get('macsec_bypass')
+    return {
+        'enabled_priorities': sorted(int(k) for k, v in prio_pfc.items() if v),
+        'prio_pfc': prio_pfc,
+        'pfc_cap': _opt_int(data, 'pfc_cap', text),
+        'macsec_bypass': None if macsec is None else _flag(macsec, 'macsec_bypass', text),
+        'delay': _opt_int(data, 'delay', text),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# mlnx_qos -i IF
+
+_TRUST_RE = re.compile(r'^Priority trust (?:state|mode)\s*:\s*(\S+)\s*$', re.I)
+_DCBX_RE = re.compile(r'^DCBX mode\s*:\s*(.+?)\s*$', re.I)
+_PFC_ROW_RE = re.compile(r'^(priority|enabled|buffer)((?:\s+[0-9]+)+)\s*$')
+_TC_RE = re.compile(r'^tc:\s*([0-9]+)\s+ratelimit:\s*([^,]+),\s*tsa:\s*([a-z_]+)(?:,\s*bw:\s*([0-9]+)%)?', re.I)
+_TC_PRIO_RE = re.compile(r'^priority:\s*([0-9]+)\s*$')
+
+
+def parse_mlnx_qos(text):
+    """Parse ``mlnx_qos -i IF``.
+
+    Returns ``{enabled_priorities: [3], trust: "dscp"|"pcp"|None, dcbx_mode: str|None,
+    pfc: {"0": False, ...}, buffer: {"0": 0, ...}, tc: {"3": {tsa, bw_percent, priorities}}}``.
+    ``trust`` is ``None`` on old tool versions that do not print it. The PFC table (``priority``
+    / ``enabled`` rows under "PFC configuration:") is required.
+    """
+    lines = _lines(text, 'mlnx_qos')
+    trust = None
+    dcbx = None
+    rows = {}
+    tcs = {}
+    current_tc = None
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        match = _TRUST_RE.match(line)
+        if match:
+            trust = match.group(1).lower()
+            continue
+        match = _DCBX_RE.match(line)
+        if match:
+            dcbx = match.group(1)
+            continue
+        match = _PFC_ROW_RE.match(line)
+        if match:
+            rows[match.group(1)] = [int(v) for v in match.group(2).split()]
+            continue
+        match = _TC_RE.match(line)
+        if match:
+            current_tc = {'tsa': match.group(3).lower(),
+                          'bw_percent': int(match.group(4)) if match.group(4) else None,
+                          'ratelimit': match.group(2).strip(),
+                          'priorities': []}
+            tcs[str(int(match.group(1)))] = current_tc
+            continue
+        match = _TC_PRIO_RE.match(line)
+        if match and current_tc is not None:
+            current_tc['priorities'].append(int(match.group(1)))
+            continue
+        # dscp2prio mapping, buffer sizes, cable length and other lines are not needed here
+    if 'enabled' not in rows:
+        if not lines or not any(line.strip() for line in lines):
+            raise ParseError('mlnx_qos', 'empty output', text)
+        raise ParseError('mlnx_qos', 'no PFC configuration table ("enabled" row)', text)
+    priorities = rows.get('priority') or list(range(len(rows['enabled'])))
+    if len(priorities) != len(rows['enabled']):
+        raise ParseError('mlnx_qos', 'PFC table rows differ in length', text)
+    pfc = {}
+    for prio, enabled in zip(priorities, rows['enabled']):
+        if enabled not in (0, 1):
+            raise ParseError('mlnx_qos', 'PFC enabled value is not 0/1: %r' % enabled, text)
+        pfc[str(prio)] = enabled == 1
+    buffers = {}
+    if 'buffer' in rows and len(rows['buffer']) == len(priorities):
+        buffers = dict((str(p), b) for p, b in zip(priorities, rows['buffer']))
+    return {
+        'enabled_priorities': sorted(int(p) for p, on in pfc.items() if on),
+        'trust': trust,
+        'dcbx_mode': dcbx,
+        'pfc': pfc,
+        'buffer': buffers,
+        'tc': tcs,
+    }
