@@ -1,0 +1,539 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The probe engine: which commands a node probe runs, how their raw output is obtained (live or
+from a capture bundle), and how the parsed outputs become one facts dictionary (docs/facts.md).
+
+Nothing here imports Ansible: the module hands in a runner, tests hand in a fake one.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import json
+import os
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
+
+FACTS_SCHEMA_VERSION = 1
+BUNDLE_FORMAT_VERSION = 1
+MANIFEST = 'manifest.json'
+
+GROUPS = ('host', 'gpu', 'xid', 'infiniband', 'network', 'software')
+
+# Interfaces that are never a data or management NIC of a node.
+VIRTUAL_IFACE_PATTERNS = ('lo', 'docker*', 'veth*', 'virbr*', 'podman*', 'cni*', 'flannel*', 'cali*', 'vxlan*',
+                          'ifb*', 'br-*', 'tun*', 'tap*', 'kube-*', 'cilium*', 'weave*', 'dummy*', 'nodelocaldns')
+VIRTUAL_KINDS = ('veth', 'bridge', 'ifb', 'dummy', 'vxlan', 'tun', 'tap', 'macvtap', 'wireguard', 'geneve', 'ipip',
+                 'sit', 'gre', 'gretap', 'ip6tnl', 'nlmon')
+
+
+class Alternative(object):
+    """One way of obtaining a probe's raw output, and the parser for what it prints."""
+
+    def __init__(self, parser, argv=None, path=None, globs=None, internal=None):
+        self.parser = parser
+        self.argv = argv
+        self.path = path
+        self.globs = globs
+        self.internal = internal
+
+    @property
+    def command(self):
+        if self.argv:
+            return ' '.join(self.argv)
+        if self.path:
+            return 'cat %s' % self.path
+        if self.globs:
+            return 'grep -H . %s' % ' '.join(self.globs)
+        return 'internal:%s' % self.internal
+
+
+class Probe(object):
+    def __init__(self, key, group, alternatives):
+        self.key = key
+        self.group = group
+        self.alternatives = alternatives
+
+    @property
+    def name(self):
+        return self.key.split(':', 1)[0]
+
+
+def base_probes(disk_paths=('/',)):
+    """The probes that do not depend on what another probe found."""
+    A = Alternative
+    query = 'nvidia-smi --query-gpu=%s --format=csv' % ','.join(nv_p.QUERY_GPU_FIELDS)
+    return [
+        Probe('os_release', 'host', [A(host_p.parse_os_release, path='/etc/os-release')]),
+        Probe('uname', 'host', [A(host_p.parse_uname, argv=['uname', '-a'])]),
+        Probe('kernel_modules', 'host', [A(host_p.parse_proc_modules, path='/proc/modules')]),
+        Probe('chrony', 'host', [A(host_p.parse_chronyc_tracking, argv=['chronyc', '-c', 'tracking'])]),
+        Probe('listening', 'host', [A(host_p.parse_ss_listening, argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p'])]),
+        Probe('disks', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))]),
+        Probe('memlock', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
+        Probe('lspci', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
+        Probe('nvidia_query_gpu', 'gpu', [A(nv_p.parse_query_gpu, argv=query.split(' '))]),
+        Probe('nvidia_smi_xml', 'gpu', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
+        Probe('nvidia_topo', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
+        Probe('nvidia_nvlink', 'gpu', [A(nv_p.parse_nvlink_status, argv=['nvidia-smi', 'nvlink', '--status'])]),
+        Probe('kernel_log', 'xid', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
+                                    A(nv_p.parse_xid_events, argv=['dmesg'])]),
+        Probe('ibstat', 'infiniband', [A(ib_p.parse_ibstat, argv=['ibstat'])]),
+        Probe('ib_counters', 'infiniband', [A(ib_p.parse_ib_counters, globs=['/sys/class/infiniband/*/ports/*/counters/*'])]),
+        Probe('ip_link', 'network', [A(net_p.parse_ip_link, argv=['ip', '-j', '-d', 'link', 'show'])]),
+        Probe('nvcc', 'software', [A(nv_p.parse_nvcc_version, argv=['nvcc', '--version']),
+                                   A(nv_p.parse_nvcc_version, argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
+        Probe('nccl_version', 'software', [A(host_p.parse_nccl_version, internal='nccl_version')]),
+    ]
+
+
+def interface_probes(ifname):
+    """The probes run once per selected network interface."""
+    A = Alternative
+    ecn = '/sys/class/net/%s/ecn/roce_%s/enable/*'
+    return [
+        Probe('ethtool:' + ifname, 'network', [A(net_p.parse_ethtool, argv=['ethtool', ifname])]),
+        Probe('ethtool_driver:' + ifname, 'network', [A(net_p.parse_ethtool_driver, argv=['ethtool', '-i', ifname])]),
+        Probe('roce_ecn:' + ifname, 'network', [A(net_p.parse_roce_ecn, globs=[ecn % (ifname, 'np'), ecn % (ifname, 'rp')])]),
+        Probe('roce_pfc:' + ifname, 'network', [A(net_p.parse_dcb_pfc, argv=['dcb', '-j', 'pfc', 'show', 'dev', ifname]),
+                                                A(net_p.parse_mlnx_qos, argv=['mlnx_qos', '-i', ifname])]),
+    ]
+
+
+def select_interfaces(links, wanted=None):
+    """Pick the interfaces to probe from parsed ``ip link`` facts.
+
+    ``wanted`` is a list of names or shell globs; by default every interface that is not loopback
+    or virtual (container, bridge, tunnel) is probed.
+    """
+    names = sorted(links)
+    if wanted:
+        return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in wanted)]
+    chosen = []
+    for name in names:
+        info = links[name] or {}
+        if any(fnmatch.fnmatchcase(name, pat) for pat in VIRTUAL_IFACE_PATTERNS):
+            continue
+        if info.get('kind') in VIRTUAL_KINDS or info.get('link_type') == 'loopback':
+            continue
+        chosen.append(name)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Runners: where raw output comes from.
+
+class Output(object):
+    def __init__(self, status, command, rc=None, stdout='', stderr='', alternative=None):
+        self.status = status          # ok | missing | failed | skipped
+        self.command = command
+        self.rc = rc
+        self.stdout = stdout or ''
+        self.stderr = stderr or ''
+        self.alternative = alternative
+
+
+class LiveRunner(object):
+    """Obtains output on the node itself.
+
+    ``run`` is ``run(argv) -> (rc, stdout, stderr)`` and ``which`` is ``which(name) -> path or
+    None``; the module passes thin wrappers of ``AnsibleModule.run_command``/``get_bin_path``.
+    ``internals`` maps internal probe names to functions returning text.
+    """
+
+    def __init__(self, run, which, internals=None, timeout=60):
+        self._run = run
+        self._which = which
+        self._internals = internals or {}
+        self._timeout = timeout
+        self._timeout_bin = which('timeout')
+
+    def obtain(self, probe):
+        last = None
+        for alt in probe.alternatives:
+            out = self._obtain_one(alt)
+            out.alternative = alt
+            if out.status != 'missing':
+                return out
+            last = out
+        return last
+
+    def _obtain_one(self, alt):
+        if alt.argv:
+            exe = alt.argv[0] if os.path.isabs(alt.argv[0]) and os.access(alt.argv[0], os.X_OK) else self._which(alt.argv[0])
+            if not exe:
+                return Output('missing', alt.command, rc=127, stderr='%s: command not found' % alt.argv[0])
+            argv = [exe] + list(alt.argv[1:])
+            if self._timeout_bin and self._timeout:
+                argv = [self._timeout_bin, '-k', '5', str(self._timeout)] + argv
+            rc, stdout, stderr = self._run(argv)
+            if rc == 124 and self._timeout_bin:
+                return Output('failed', alt.command, rc=rc, stdout=stdout,
+                              stderr='timed out after %ss; %s' % (self._timeout, stderr or ''))
+            return Output('ok' if rc == 0 else 'failed', alt.command, rc=rc, stdout=stdout, stderr=stderr)
+        if alt.path:
+            if not os.path.exists(alt.path):
+                return Output('missing', alt.command, rc=1, stderr='%s: no such file' % alt.path)
+            try:
+                with open(alt.path, 'r') as handle:
+                    return Output('ok', alt.command, rc=0, stdout=handle.read())
+            except (IOError, OSError) as err:
+                return Output('failed', alt.command, rc=1, stderr=str(err))
+        if alt.globs:
+            return Output('ok', alt.command, rc=0, stdout=read_globs(alt.globs))
+        func = self._internals.get(alt.internal)
+        if func is None:
+            return Output('missing', alt.command, rc=127, stderr='no internal probe %s' % alt.internal)
+        try:
+            text = func()
+        except Exception as err:  # pylint: disable=broad-except
+            return Output('failed', alt.command, rc=1, stderr=str(err))
+        if text is None:
+            return Output('missing', alt.command, rc=127, stderr='not found')
+        return Output('ok', alt.command, rc=0, stdout=text)
+
+
+def read_globs(patterns):
+    """Read small sysfs files in ``grep -H . PATTERN...`` format: ``path:first-line``."""
+    import glob
+    lines = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            try:
+                with open(path, 'r') as handle:
+                    value = handle.readline().rstrip('\n')
+            except (IOError, OSError):
+                continue
+            if value != '':
+                lines.append('%s:%s' % (path, value))
+    return '\n'.join(lines) + ('\n' if lines else '')
+
+
+class ReplayRunner(object):
+    """Reads a capture bundle: ``manifest.json`` plus one file per probe (docs/capture-format.md)."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        path = os.path.join(directory, MANIFEST)
+        try:
+            with open(path, 'r') as handle:
+                manifest = json.load(handle)
+        except (IOError, OSError) as err:
+            raise BundleError('cannot read capture bundle manifest %s: %s' % (path, err))
+        except ValueError as err:
+            raise BundleError('capture bundle manifest %s is not valid JSON: %s' % (path, err))
+        self.manifest = validate_manifest(manifest, path)
+        self.entries = dict((e['probe'], e) for e in self.manifest['probes'])
+
+    def keys(self):
+        return list(self.entries)
+
+    def obtain(self, probe):
+        entry = self.entries.get(probe.key)
+        if entry is None:
+            return Output('skipped', probe.alternatives[0].command, stderr='not in the capture bundle')
+        alt = probe.alternatives[0]
+        for candidate in probe.alternatives:
+            if candidate.command.split(' ')[0] == entry['command'].split(' ')[0]:
+                alt = candidate
+                break
+        stdout = ''
+        if entry.get('file'):
+            path = os.path.join(self.directory, entry['file'])
+            try:
+                with open(path, 'r') as handle:
+                    stdout = handle.read()
+            except (IOError, OSError) as err:
+                raise BundleError('capture bundle %s: cannot read %s: %s' % (self.directory, entry['file'], err))
+        rc = entry.get('rc', 0)
+        status = entry.get('status') or ('ok' if rc == 0 else ('missing' if rc == 127 else 'failed'))
+        return Output(status, entry['command'], rc=rc, stdout=stdout, stderr=entry.get('stderr', ''), alternative=alt)
+
+
+class BundleError(Exception):
+    pass
+
+
+def validate_manifest(manifest, path):
+    if not isinstance(manifest, dict):
+        raise BundleError('%s: the manifest must be a JSON object' % path)
+    if manifest.get('format_version') != BUNDLE_FORMAT_VERSION:
+        raise BundleError('%s: format_version must be %d, found %r' % (path, BUNDLE_FORMAT_VERSION, manifest.get('format_version')))
+    probes = manifest.get('probes')
+    if not isinstance(probes, list):
+        raise BundleError('%s: "probes" must be a list' % path)
+    for i, entry in enumerate(probes):
+        if not isinstance(entry, dict) or not isinstance(entry.get('probe'), str) or not isinstance(entry.get('command'), str):
+            raise BundleError('%s: probes[%d] needs string keys "probe" and "command"' % (path, i))
+        if entry.get('file') is not None and (not isinstance(entry['file'], str) or os.path.isabs(entry['file']) or '..' in entry['file'].split('/')):
+            raise BundleError('%s: probes[%d].file must be a relative path inside the bundle' % (path, i))
+        if not isinstance(entry.get('rc', 0), int):
+            raise BundleError('%s: probes[%d].rc must be an integer' % (path, i))
+    return manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# Collection and assembly.
+
+def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None):
+    """Run every probe of the selected groups through ``runner``.
+
+    Returns ``(parsed, statuses)``: ``parsed`` maps probe key to parser output (only for probes
+    whose output parsed), ``statuses`` maps probe key to the status record of docs/facts.md.
+    ``capture``, when given, is called with ``(probe, output)`` for every probe that ran.
+    """
+    groups = set(groups)
+    parsed = {}
+    statuses = {}
+
+    def one(probe):
+        out = runner.obtain(probe)
+        if capture is not None and out.status != 'skipped':
+            capture(probe, out)
+        record = {'status': out.status, 'command': out.command, 'rc': out.rc, 'error': None, 'excerpt': None}
+        if out.status == 'ok' or (out.status == 'failed' and out.stdout.strip() and probe.name == 'disks'):
+            try:
+                parsed[probe.key] = out.alternative.parser(out.stdout)
+                record['status'] = 'ok'
+            except ParseError as err:
+                record.update(status='parse_error', error=str(err), excerpt=err.excerpt or excerpt(out.stdout))
+        elif out.status == 'failed':
+            record.update(error=(out.stderr or '').strip()[:400] or 'exit code %s' % out.rc,
+                          excerpt=excerpt(out.stdout) or None)
+        elif out.status in ('missing', 'skipped'):
+            record['error'] = (out.stderr or '').strip()[:400] or None
+        statuses[probe.key] = record
+
+    for probe in base_probes(disk_paths):
+        if probe.group in groups:
+            one(probe)
+    if 'network' in groups:
+        links = parsed.get('ip_link') or {}
+        if isinstance(runner, ReplayRunner):
+            names = sorted(set(k.split(':', 1)[1] for k in runner.keys() if ':' in k))
+            names = [n for n in names if not interfaces or any(fnmatch.fnmatchcase(n, p) for p in interfaces)]
+        else:
+            names = select_interfaces(links, interfaces)
+        for name in names:
+            for probe in interface_probes(name):
+                one(probe)
+    return parsed, statuses
+
+
+def assemble(parsed, statuses, source='live', disk_paths=('/',)):
+    """Build the facts dictionary of docs/facts.md from parsed probe outputs."""
+    facts = {
+        'schema_version': FACTS_SCHEMA_VERSION,
+        'source': source,
+        'probes': statuses,
+        'gpu': _gpu_facts(parsed, statuses),
+        'infiniband': _ib_facts(parsed, statuses),
+        'network': _network_facts(parsed),
+        'host': _host_facts(parsed, statuses, disk_paths),
+    }
+    facts['software'] = {
+        'driver_version': facts['gpu'].get('driver_version'),
+        'cuda_driver_version': facts['gpu'].get('cuda_driver_version'),
+        'cuda_toolkit_version': parsed.get('nvcc'),
+        'nccl_version': parsed.get('nccl_version'),
+    }
+    return facts
+
+
+def _installed(statuses, key):
+    st = statuses.get(key)
+    if st is None or st['status'] == 'skipped':
+        return None
+    return st['status'] != 'missing'
+
+
+def _gpu_facts(parsed, statuses):
+    devices = parsed.get('nvidia_query_gpu')
+    xml = parsed.get('nvidia_smi_xml') or {}
+    gpu = {'vendor': 'nvidia', 'installed': _installed(statuses, 'nvidia_query_gpu'),
+           'count': None, 'driver_version': xml.get('driver_version'),
+           'cuda_driver_version': xml.get('cuda_driver_version'), 'devices': []}
+    if devices is not None:
+        devices = nv_p.merge_gpu_details(devices, xml) if xml else devices
+        gpu['devices'] = devices
+        gpu['count'] = len(devices)
+        versions = sorted(set(d.get('driver_version') for d in devices if d.get('driver_version')))
+        if versions and not gpu['driver_version']:
+            gpu['driver_version'] = versions[0]
+    elif gpu['installed'] is False:
+        gpu['count'] = 0
+    if 'nvidia_topo' in parsed:
+        gpu['topology'] = parsed['nvidia_topo']
+    if 'nvidia_nvlink' in parsed:
+        gpu['nvlink'] = parsed['nvidia_nvlink']
+    if 'kernel_log' in parsed:
+        gpu['xid_events'] = parsed['kernel_log']
+    return gpu
+
+
+def _ib_facts(parsed, statuses):
+    cas = parsed.get('ibstat')
+    ib = {'installed': _installed(statuses, 'ibstat'), 'cas': cas if cas is not None else {}}
+    counters = parsed.get('ib_counters') or {}
+    for ca, ports in counters.items():
+        for port, values in ports.items():
+            target = ib['cas'].get(ca, {}).get('ports', {}).get(str(port))
+            if target is not None:
+                target['counters'] = values
+    return ib
+
+
+def _network_facts(parsed):
+    links = parsed.get('ip_link')
+    interfaces = {}
+    for name, info in (links or {}).items():
+        interfaces[name] = dict(info)
+    for key, value in parsed.items():
+        if ':' not in key:
+            continue
+        name, ifname = key.split(':', 1)[0], key.split(':', 1)[1]
+        entry = interfaces.setdefault(ifname, {})
+        if name in ('ethtool', 'ethtool_driver'):
+            entry.update(value)
+        elif name == 'roce_ecn' and value and (value.get('np') or value.get('rp')):
+            entry.setdefault('roce', {})['ecn'] = value
+        elif name == 'roce_pfc':
+            entry.setdefault('roce', {})['pfc'] = value
+    return {'interfaces': interfaces, 'probed': links is not None}
+
+
+def _host_facts(parsed, statuses, disk_paths):
+    host = {}
+    if 'os_release' in parsed:
+        host['os'] = parsed['os_release']
+    if 'uname' in parsed:
+        host['kernel'] = parsed['uname']
+    if 'kernel_modules' in parsed:
+        host['kernel_modules'] = parsed['kernel_modules']
+    chrony = statuses.get('chrony')
+    if chrony is not None and chrony['status'] != 'skipped':
+        time = {'installed': chrony['status'] != 'missing'}
+        time.update(parsed.get('chrony') or {})
+        host['time'] = time
+    if 'listening' in parsed:
+        host['listening'] = parsed['listening']
+    if 'disks' in parsed:
+        rows = parsed['disks']
+        disks = {}
+        for path, row in zip(disk_paths, rows):
+            disks[path] = row
+        if len(rows) != len(disk_paths):
+            for row in rows:
+                disks.setdefault(row.get('mount'), row)
+        host['disks'] = disks
+    if 'memlock' in parsed:
+        host['memlock_kib'] = parsed['memlock'].get('kib')
+        host['memlock_unlimited'] = parsed['memlock'].get('unlimited')
+    if 'lspci' in parsed:
+        host['pcie_acs'] = parsed['lspci']
+    return host
+
+
+def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None):
+    """Run the probes and return the facts dictionary."""
+    disk_paths = tuple(disk_paths) or ('/',)
+    parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture)
+    source = 'replay' if isinstance(runner, ReplayRunner) else 'live'
+    return assemble(parsed, statuses, source=source, disk_paths=disk_paths)
+
+
+# ---------------------------------------------------------------------------------------------
+# Capture bundles.
+
+_SAFE = re.compile(r'[^A-Za-z0-9_.-]+')
+
+
+def bundle_filename(key):
+    return _SAFE.sub('_', key.replace(':', '__')) + '.txt'
+
+
+class BundleWriter(object):
+    """Collects raw outputs during a probe and writes them as a capture bundle."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.entries = []
+        self.files = {}
+
+    def __call__(self, probe, out):
+        name = bundle_filename(probe.key)
+        self.files[name] = out.stdout
+        entry = {'probe': probe.key, 'command': out.command, 'rc': out.rc, 'status': out.status, 'file': name}
+        if out.stderr:
+            entry['stderr'] = out.stderr[:4000]
+        self.entries.append(entry)
+
+    def manifest(self, meta=None):
+        manifest = {'format_version': BUNDLE_FORMAT_VERSION, 'probes': self.entries}
+        manifest.update(meta or {})
+        return manifest
+
+    def write(self, meta=None):
+        if not os.path.isdir(self.directory):
+            os.makedirs(self.directory)
+        for name, text in self.files.items():
+            with open(os.path.join(self.directory, name), 'w') as handle:
+                handle.write(text)
+        with open(os.path.join(self.directory, MANIFEST), 'w') as handle:
+            json.dump(self.manifest(meta), handle, indent=2, sort_keys=True)
+            handle.write('\n')
+        return sorted(self.files) + [MANIFEST]
+
+
+# ---------------------------------------------------------------------------------------------
+# Internal probes.
+
+NCCL_GLOBS = (
+    '/usr/lib/x86_64-linux-gnu/libnccl.so.2*',
+    '/usr/lib/aarch64-linux-gnu/libnccl.so.2*',
+    '/usr/lib64/libnccl.so.2*',
+    '/usr/local/lib/libnccl.so.2*',
+    '/usr/local/cuda*/lib64/libnccl.so.2*',
+    '/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/usr/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/opt/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/opt/*/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+)
+
+
+def nccl_version_text(extra_globs=()):
+    """Return NCCL's version as ``ncclGetVersion`` reports it (e.g. ``22809``), or None.
+
+    Looks at the given globs first, then the usual system and pip-wheel locations; asks the
+    library itself through ctypes and falls back to the version in the file name.
+    """
+    import ctypes
+    import glob
+    candidates = []
+    for pattern in tuple(extra_globs) + NCCL_GLOBS:
+        for path in sorted(glob.glob(pattern)):
+            if path not in candidates:
+                candidates.append(path)
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+            version = ctypes.c_int(0)
+            if lib.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+                return str(version.value)
+        except (OSError, AttributeError):
+            pass
+    for path in candidates:
+        match = re.search(r'libnccl\.so\.(\d+\.\d+\.\d+)', path)
+        if match:
+            return match.group(1)
+    return None

@@ -1,0 +1,192 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: node_probe
+short_description: Probe a GPU/HPC node's hardware and software in one round trip
+version_added: 0.1.0
+description:
+  - Runs the read-only probes of the selected groups on the node (C(nvidia-smi) query, XML, topology
+    and NVLink status, kernel log Xid events, C(ibstat) and InfiniBand port counters, C(ip), C(ethtool),
+    RoCE ECN/PFC state, OS, kernel modules, chrony, listening ports, free disk, memlock limit, PCIe ACS,
+    CUDA toolkit and NCCL versions) and returns the parsed facts as C(xuanwu_facts).
+  - A tool that is not installed is recorded as a fact (status C(missing)), never an error. Output that
+    cannot be parsed is recorded with status C(parse_error), the parser's reason and an excerpt of what
+    was read, so that the checks can report it.
+  - With O(replay_dir) the probes read a capture bundle instead of running the tools, through the same
+    parsers. With O(capture_dir) every raw output is also saved as a capture bundle (a support bundle).
+  - The facts are described in C(docs/facts.md), the bundle format in C(docs/capture-format.md).
+author:
+  - xuanwu.cluster contributors
+attributes:
+  check_mode:
+    support: full
+    details: The probes only read. In check mode a capture bundle is not written; the result says that it would be.
+  diff_mode:
+    support: none
+options:
+  gather:
+    description:
+      - The probe groups to run. V(all) selects every group.
+    type: list
+    elements: str
+    default: [all]
+    choices: [all, host, gpu, xid, infiniband, network, software]
+  interfaces:
+    description:
+      - Names or shell globs of the network interfaces to probe with C(ethtool) and the RoCE probes.
+      - By default every interface that is not loopback or virtual (container, bridge, tunnel) is probed.
+    type: list
+    elements: str
+  disk_paths:
+    description:
+      - Paths whose filesystem's free space is reported.
+    type: list
+    elements: path
+    default: ['/']
+  replay_dir:
+    description:
+      - Read the raw outputs from this capture bundle directory instead of running the tools.
+      - The directory is read on the host the module runs on; replayed hosts normally use C(ansible_connection=local).
+    type: path
+  capture_dir:
+    description:
+      - Also save every raw output, with a C(manifest.json), as a capture bundle in this directory.
+    type: path
+  timeout:
+    description:
+      - Seconds after which one probe command is stopped and recorded as failed (a hung C(nvidia-smi) is a
+        symptom, not a reason to hang the run). V(0) disables the limit.
+    type: int
+    default: 60
+  nccl_library_globs:
+    description:
+      - Extra glob patterns where C(libnccl.so.2) may be found (for example inside a Python virtual
+        environment's C(nvidia/nccl/lib)); searched before the usual system and pip-wheel locations.
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: xuanwu.cluster.node_check
+notes:
+  - Reading PCIe ACS control and the listening processes needs root; without it those facts are partial.
+'''
+
+EXAMPLES = r'''
+- name: Probe every group
+  xuanwu.cluster.node_probe:
+
+- name: Probe only the GPUs and the InfiniBand fabric
+  xuanwu.cluster.node_probe:
+    gather: [gpu, xid, infiniband]
+
+- name: Save a support bundle while probing
+  xuanwu.cluster.node_probe:
+    capture_dir: /var/tmp/xuanwu-bundle
+
+- name: Analyse a bundle a customer sent, offline
+  xuanwu.cluster.node_probe:
+    replay_dir: /srv/tickets/12345/node17
+  delegate_to: localhost
+'''
+
+RETURN = r'''
+ansible_facts:
+  description: The probed facts.
+  returned: always
+  type: dict
+  contains:
+    xuanwu_facts:
+      description:
+        - Facts of schema version 1 (C(docs/facts.md)) with the keys C(schema_version), C(source),
+          C(probes) (status, command, rc, error and excerpt per probe), C(gpu), C(infiniband),
+          C(network), C(host) and C(software).
+      type: dict
+      returned: always
+      sample:
+        schema_version: 1
+        source: live
+        probes:
+          nvidia_query_gpu: {status: ok, command: nvidia-smi --query-gpu=index,name --format=csv, rc: 0, error: null, excerpt: null}
+        gpu: {vendor: nvidia, installed: true, count: 4, driver_version: 580.159.04}
+bundle:
+  description: The capture bundle written (or that would be written in check mode).
+  returned: when O(capture_dir) is set
+  type: dict
+  sample: {directory: /var/tmp/xuanwu-bundle, files: [manifest.json, nvidia_query_gpu.txt]}
+'''
+
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
+
+SEARCH_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/cuda/bin', '/usr/local/nvidia/bin', '/opt/mellanox/bin']
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gather=dict(type='list', elements='str', default=['all'], choices=['all'] + list(_probe.GROUPS)),
+            interfaces=dict(type='list', elements='str'),
+            disk_paths=dict(type='list', elements='path', default=['/']),
+            replay_dir=dict(type='path'),
+            capture_dir=dict(type='path'),
+            timeout=dict(type='int', default=60),
+            nccl_library_globs=dict(type='list', elements='str', default=[]),
+        ),
+        mutually_exclusive=[('replay_dir', 'capture_dir')],
+        supports_check_mode=True,
+    )
+    p = module.params
+    groups = _probe.GROUPS if 'all' in p['gather'] else tuple(p['gather'])
+    if p['timeout'] < 0:
+        module.fail_json(msg='timeout must be 0 or more, got %d' % p['timeout'])
+
+    if p['replay_dir']:
+        try:
+            runner = _probe.ReplayRunner(p['replay_dir'])
+        except _probe.BundleError as err:
+            module.fail_json(msg=str(err))
+    else:
+        def run(argv):
+            return module.run_command(argv, check_rc=False, environ_update={'LC_ALL': 'C', 'TERM': 'dumb'})
+
+        def which(name):
+            return module.get_bin_path(name, required=False, opt_dirs=SEARCH_DIRS)
+
+        internals = {'nccl_version': lambda: _probe.nccl_version_text(p['nccl_library_globs'])}
+        runner = _probe.LiveRunner(run, which, internals=internals, timeout=p['timeout'])
+
+    writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
+    try:
+        facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer)
+    except _probe.BundleError as err:
+        module.fail_json(msg=str(err))
+
+    result = dict(changed=False, ansible_facts=dict(xuanwu_facts=facts))
+    if writer is not None:
+        meta = {'host': socket.gethostname(),
+                'captured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                'groups': sorted(groups)}
+        files = sorted(writer.files) + [_probe.MANIFEST]
+        if not module.check_mode:
+            try:
+                files = writer.write(meta)
+            except (IOError, OSError) as err:
+                module.fail_json(msg='cannot write the capture bundle to %s: %s' % (p['capture_dir'], err))
+        result['changed'] = True
+        result['bundle'] = dict(directory=p['capture_dir'], files=files)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

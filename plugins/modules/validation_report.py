@@ -1,0 +1,81 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: validation_report
+short_description: Write a validation run's report as JSON, JUnit XML, Markdown and HTML
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin).
+  - Reads C(xuanwu_status), C(xuanwu_findings), C(xuanwu_facts) and the profile of every host in O(hosts) and writes
+    C(report.json) (schema in C(docs/report-format.md)), C(junit.xml) (one testcase per host and check),
+    C(report.md) and C(report.html) into O(report_dir)/O(run_id)/.
+  - A host without C(xuanwu_status) (unreachable, or failed before its checks) is reported with status C(error).
+  - The report is written in check mode too: it is the record of the run, on the controller.
+author:
+  - xuanwu.cluster contributors
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+options:
+  hosts:
+    description: Hosts to report on.
+    type: list
+    elements: str
+    required: true
+  report_dir:
+    description: Directory under which the run's folder is made.
+    type: path
+    required: true
+  run_id:
+    description: Name of the run's folder.
+    type: str
+    required: true
+  started_at:
+    description: Start time of the run (ISO 8601, UTC).
+    type: str
+  playbook:
+    description: Name of the playbook, recorded in the report.
+    type: str
+    default: validate
+'''
+
+EXAMPLES = r'''
+- name: Write the report
+  xuanwu.cluster.validation_report:
+    hosts: "{{ groups['gpu_nodes'] }}"
+    report_dir: "{{ playbook_dir }}/reports"
+    run_id: "{{ xuanwu_run_id }}"
+  delegate_to: localhost
+  run_once: true
+'''
+
+RETURN = r'''
+report_dir:
+  description: The run's report folder.
+  returned: success
+  type: str
+files:
+  description: The files written.
+  returned: success
+  type: list
+  elements: str
+summary:
+  description: Hosts counted per status, the failed hosts and the overall result (C(pass), C(warn), C(fail)).
+  returned: success
+  type: dict
+failed_reasons:
+  description: One line per failing finding of a failed host, with measured, expected and remediation.
+  returned: success
+  type: list
+  elements: str
+'''

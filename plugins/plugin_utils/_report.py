@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build and render the run report: report.json (docs/report-format.md), junit.xml, report.md and report.html."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import html
+import json
+from xml.sax.saxutils import escape, quoteattr
+
+REPORT_SCHEMA_VERSION = 1
+SEVERITY_ORDER = {'fail': 0, 'warn': 1, 'info': 2}
+STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
+
+
+def _facts_summary(facts):
+    facts = facts or {}
+    gpu = facts.get('gpu') or {}
+    host = facts.get('host') or {}
+    software = facts.get('software') or {}
+    devices = gpu.get('devices') or []
+    ib = (facts.get('infiniband') or {}).get('cas') or {}
+    return {
+        'source': facts.get('source'),
+        'os': (host.get('os') or {}).get('pretty_name'),
+        'kernel': (host.get('kernel') or {}).get('release'),
+        'gpu_count': gpu.get('count'),
+        'gpu_model': devices[0].get('name') if devices else None,
+        'driver_version': software.get('driver_version'),
+        'cuda_driver_version': software.get('cuda_driver_version'),
+        'cuda_toolkit_version': software.get('cuda_toolkit_version'),
+        'nccl_version': software.get('nccl_version'),
+        'ib_ports': sum(len(ca.get('ports') or {}) for ca in ib.values()),
+    }
+
+
+def host_entry(host, status, findings, facts, profile_name, profile_path, checks_run=None, error=None):
+    findings = sorted(findings or [], key=lambda f: (SEVERITY_ORDER.get(f.get('severity'), 9), f.get('check', ''), f.get('component', '')))
+    counts = dict((sev, sum(1 for f in findings if f.get('severity') == sev)) for sev in ('fail', 'warn', 'info'))
+    entry = {
+        'status': status,
+        'profile': profile_name,
+        'profile_path': profile_path,
+        'counts': counts,
+        'findings': findings,
+        'facts_summary': _facts_summary(facts),
+        'checks_run': sorted(checks_run) if checks_run is not None else None,
+    }
+    if error:
+        entry['error'] = error
+    return entry
+
+
+def build_report(run_id, started_at, finished_at, collection_version, ansible_version, playbook, hosts, profiles):
+    """``hosts`` maps host name to a ``host_entry``; ``profiles`` maps profile name to its path."""
+    counts = dict((s, 0) for s in STATUS_ORDER)
+    for entry in hosts.values():
+        counts[entry['status']] = counts.get(entry['status'], 0) + 1
+    failed = sorted(h for h, e in hosts.items() if e['status'] in ('fail', 'error'))
+    return {
+        'schema_version': REPORT_SCHEMA_VERSION,
+        'run_id': run_id,
+        'started_at': started_at,
+        'finished_at': finished_at,
+        'collection': {'name': 'xuanwu.cluster', 'version': collection_version},
+        'ansible_version': ansible_version,
+        'playbook': playbook,
+        'profiles': profiles,
+        'summary': {'hosts': len(hosts), 'status': counts, 'failed_hosts': failed,
+                    'result': 'fail' if failed else ('warn' if counts.get('warn') else 'pass')},
+        'hosts': dict(sorted(hosts.items())),
+    }
+
+
+def render_json(report):
+    return json.dumps(report, indent=2, sort_keys=True, default=str) + '\n'
+
+
+def _fmt(value):
+    if value is None:
+        return '-'
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def render_junit(report, catalogue):
+    """One testsuite per host, one testcase per host × check (``catalogue`` maps check id to its title).
+
+    A check with a ``fail`` finding is a failure, ``warn``/``info`` findings are written to the
+    testcase's system-out; a host that could not be probed is one errored testcase.
+    """
+    suites = []
+    total = failures = errors = 0
+    for host, entry in report['hosts'].items():
+        by_check = {}
+        for finding in entry['findings']:
+            by_check.setdefault(finding['check'], []).append(finding)
+        check_ids = entry.get('checks_run')
+        if check_ids is None:
+            check_ids = sorted(catalogue)
+        check_ids = sorted(set(check_ids) | set(by_check))
+        cases = []
+        h_fail = h_err = 0
+        if entry.get('error'):
+            cases.append('    <testcase classname=%s name="probe.reachable"><error message=%s/></testcase>'
+                         % (quoteattr('xuanwu.%s' % host), quoteattr(entry['error'])))
+            h_err += 1
+        for check in check_ids:
+            found = by_check.get(check, [])
+            body = []
+            fails = [f for f in found if f['severity'] == 'fail']
+            if fails:
+                h_fail += 1
+                text = '\n'.join('%s: measured %s, expected %s. %s Fix: %s' % (
+                    f['component'], _fmt(f.get('measured')), _fmt(f.get('expected')), f.get('message', ''), f.get('remediation', ''))
+                    for f in fails)
+                body.append('<failure message=%s type="fail">%s</failure>' % (
+                    quoteattr('%s: %s' % (fails[0]['component'], fails[0].get('message', ''))), escape(text)))
+            others = [f for f in found if f['severity'] != 'fail']
+            if others:
+                body.append('<system-out>%s</system-out>' % escape('\n'.join(
+                    '[%s] %s: measured %s, expected %s. %s' % (f['severity'], f['component'], _fmt(f.get('measured')),
+                                                               _fmt(f.get('expected')), f.get('message', '')) for f in others)))
+            cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (
+                quoteattr('xuanwu.%s' % host), quoteattr(check), ''.join(body)))
+        total += len(cases)
+        failures += h_fail
+        errors += h_err
+        suites.append('  <testsuite name=%s tests="%d" failures="%d" errors="%d">\n%s\n  </testsuite>' % (
+            quoteattr(host), len(cases), h_fail, h_err, '\n'.join(cases)))
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name=%s tests="%d" failures="%d" errors="%d">\n%s\n</testsuites>\n'
+            % (quoteattr('xuanwu.cluster %s' % report['run_id']), total, failures, errors, '\n'.join(suites)))
+
+
+def _md(value):
+    return _fmt(value).replace('|', '\\|').replace('\n', ' ')
+
+
+def render_markdown(report):
+    s = report['summary']
+    lines = ['# xuanwu.cluster validation report', '',
+             '- run: `%s` (%s → %s)' % (report['run_id'], report['started_at'], report['finished_at']),
+             '- collection %s, ansible-core %s, playbook `%s`' % (report['collection']['version'], report['ansible_version'], report['playbook']),
+             '- profiles: %s' % ', '.join('`%s`' % p for p in sorted(report['profiles'])),
+             '- result: **%s** — %d hosts: %s' % (s['result'].upper(), s['hosts'],
+                                                  ', '.join('%d %s' % (n, k) for k, n in s['status'].items() if n)),
+             '']
+    if s['failed_hosts']:
+        lines += ['Failed hosts: ' + ', '.join('`%s`' % h for h in s['failed_hosts']), '']
+    for host, entry in report['hosts'].items():
+        fs = entry['facts_summary']
+        lines += ['## %s — %s' % (host, entry['status'].upper()), '',
+                  'profile `%s`; %s GPU(s) %s; driver %s; CUDA %s; NCCL %s; %s; kernel %s; source %s' % (
+                      entry['profile'], _md(fs.get('gpu_count')), _md(fs.get('gpu_model')), _md(fs.get('driver_version')),
+                      _md(fs.get('cuda_driver_version')), _md(fs.get('nccl_version')), _md(fs.get('os')), _md(fs.get('kernel')),
+                      _md(fs.get('source'))), '']
+        if entry.get('error'):
+            lines += ['**Not probed:** %s' % _md(entry['error']), '']
+        if not entry['findings']:
+            lines += ['No findings: every check passed.', '']
+            continue
+        lines += ['| severity | check | component | measured | expected | remediation |', '|---|---|---|---|---|---|']
+        for f in entry['findings']:
+            lines.append('| %s | `%s` | %s | %s | %s | %s |' % (
+                f['severity'], f['check'], _md(f['component']), _md(f.get('measured')), _md(f.get('expected')), _md(f.get('remediation'))))
+        lines.append('')
+    return '\n'.join(lines) + '\n'
+
+
+_CSS = ('body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:0 0 2em}'
+        'td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}'
+        'th{background:#f3f3f3}.fail{color:#fff;background:#c0392b}.error{color:#fff;background:#8e44ad}'
+        '.warn{background:#f1c40f}.pass{color:#fff;background:#27ae60}.info{background:#d6eaf8}'
+        'span.badge{padding:2px 8px;border-radius:4px;font-weight:bold}code{font-size:13px}')
+
+
+def render_html(report):
+    e = html.escape
+    s = report['summary']
+    out = ['<!DOCTYPE html><html><head><meta charset="utf-8"><title>xuanwu.cluster report %s</title><style>%s</style></head><body>'
+           % (e(report['run_id']), _CSS),
+           '<h1>xuanwu.cluster validation report</h1>',
+           '<p>Run <code>%s</code>, %s → %s. Collection %s, ansible-core %s, playbook <code>%s</code>.</p>' % (
+               e(report['run_id']), e(str(report['started_at'])), e(str(report['finished_at'])), e(str(report['collection']['version'])),
+               e(str(report['ansible_version'])), e(str(report['playbook']))),
+           '<p>Result: <span class="badge %s">%s</span> — %d hosts: %s</p>' % (
+               e(s['result']), e(s['result'].upper()), s['hosts'], e(', '.join('%d %s' % (n, k) for k, n in s['status'].items() if n))),
+           '<table><tr><th>host</th><th>status</th><th>fail</th><th>warn</th><th>profile</th></tr>']
+    for host, entry in report['hosts'].items():
+        out.append('<tr><td><a href="#%s">%s</a></td><td><span class="badge %s">%s</span></td><td>%d</td><td>%d</td><td>%s</td></tr>' % (
+            e(host), e(host), e(entry['status']), e(entry['status']), entry['counts']['fail'], entry['counts']['warn'], e(str(entry['profile']))))
+    out.append('</table>')
+    for host, entry in report['hosts'].items():
+        fs = entry['facts_summary']
+        out.append('<h2 id="%s">%s <span class="badge %s">%s</span></h2>' % (e(host), e(host), e(entry['status']), e(entry['status'].upper())))
+        out.append('<p>%s GPU(s) %s, driver %s, CUDA %s, NCCL %s, %s, kernel %s, source %s</p>' % tuple(
+            e(_fmt(fs.get(k))) for k in ('gpu_count', 'gpu_model', 'driver_version', 'cuda_driver_version', 'nccl_version', 'os', 'kernel', 'source')))
+        if entry.get('error'):
+            out.append('<p><b>Not probed:</b> %s</p>' % e(entry['error']))
+        if not entry['findings']:
+            out.append('<p>No findings: every check passed.</p>')
+            continue
+        out.append('<table><tr><th>severity</th><th>check</th><th>component</th><th>measured</th><th>expected</th><th>what to do</th></tr>')
+        for f in entry['findings']:
+            out.append('<tr><td class="%s">%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+                e(f['severity']), e(f['severity']), e(f['check']), e(_fmt(f['component'])), e(_fmt(f.get('measured'))),
+                e(_fmt(f.get('expected'))), e(_fmt(f.get('remediation')))))
+        out.append('</table>')
+    out.append('</body></html>')
+    return '\n'.join(out) + '\n'
