@@ -1,0 +1,74 @@
+# Development tasks for xuanwu.cluster. See docs/development.md.
+#
+#   make setup        create .venv (ansible-core 2.19) and .venv-2.16, link the collection
+#   make test         unit, lint, sanity and integration; prints "suites: N passed, N failed"
+#   make unit | lint | sanity | integration | bench | demo
+
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV      := .venv
+VENV_216  := .venv-2.16
+CONTROLLER_VENVS := $(VENV) $(VENV_216)
+STAMP     := $(VENV)/.requirements.sha256
+PYTEST_ARGS ?= -q
+SUITES    := unit lint sanity integration
+
+.PHONY: help setup test unit lint sanity integration bench demo clean
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+setup:
+	bash scripts/setup.sh
+
+# Suites need the venvs; setup.sh is idempotent and quick when nothing changed.
+$(STAMP): scripts/setup.sh $(wildcard requirements/*.txt)
+	bash scripts/setup.sh
+
+unit: $(STAMP)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests/unit
+
+lint: $(STAMP)
+	bash scripts/lint.sh
+
+sanity: $(STAMP)
+	bash scripts/sanity.sh
+
+# The integration tests call ansible-playbook from PATH: run them once per controller venv.
+# pytest exits 5 when it collects nothing; while tests/integration holds no test file the suite
+# is reported as skipped instead of running pytest on nothing.
+INTEGRATION_TESTS := $(shell find tests/integration -name 'test_*.py' 2>/dev/null)
+
+integration: $(STAMP)
+	@if [ -z "$(INTEGRATION_TESTS)" ]; then echo "integration: no test_*.py under tests/integration; skipped"; exit 0; fi; \
+	rc=0; for venv in $(CONTROLLER_VENVS); do \
+		echo "== integration with $$($$venv/bin/ansible --version | head -1) ($$venv)"; \
+		PATH="$(CURDIR)/$$venv/bin:$$PATH" $$venv/bin/python -m pytest $(PYTEST_ARGS) tests/integration || rc=1; \
+	done; exit $$rc
+
+bench: $(STAMP)
+	@if [ ! -f bench/run.py ]; then echo "bench: bench/run.py does not exist yet" >&2; exit 2; fi
+	$(VENV)/bin/python bench/run.py
+
+demo: $(STAMP)
+	$(VENV)/bin/ansible-playbook -i inventories/demo playbooks/validate.yml
+
+# Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.
+test: $(STAMP)
+	@passed=0; failed=0; skipped=0; failed_names=""; start=$$(date +%s); \
+	for suite in $(SUITES); do \
+		echo; echo "######## make $$suite"; t0=$$(date +%s); \
+		if [ "$$suite" = integration ] && [ -z "$(INTEGRATION_TESTS)" ]; then \
+			skipped=$$((skipped + 1)); result="skipped (no test files)"; \
+		elif $(MAKE) --no-print-directory $$suite; then passed=$$((passed + 1)); result=passed; \
+		else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; result=FAILED; fi; \
+		echo "######## $$suite: $$result in $$(( $$(date +%s) - t0 ))s"; \
+	done; \
+	echo; echo "make test: $(SUITES) in $$(( $$(date +%s) - start ))s$${failed_names:+; failed:$$failed_names}"; \
+	echo "suites: $$passed passed, $$failed failed$$( [ $$skipped -eq 0 ] || echo ", $$skipped skipped")"; \
+	[ $$failed -eq 0 ]
+
+clean:
+	rm -rf .cache tests/output .pytest_cache .hypothesis reports
