@@ -48,12 +48,18 @@ class Alternative(object):
     @property
     def command(self):
         if self.argv:
-            return ' '.join(self.argv)
+            return ' '.join(_quote(a) for a in self.argv)
         if self.path:
             return 'cat %s' % self.path
         if self.globs:
             return 'grep -H . %s' % ' '.join(self.globs)
         return 'internal:%s' % self.internal
+
+
+def _quote(arg):
+    if arg and re.match(r'^[A-Za-z0-9_@%+=:,./-]+$', arg):
+        return arg
+    return "'%s'" % arg.replace("'", "'\"'\"'")
 
 
 class Probe(object):
@@ -95,17 +101,30 @@ def base_probes(disk_paths=('/',)):
     ]
 
 
-def interface_probes(ifname):
-    """The probes run once per selected network interface."""
+def interface_probes(ifname, rdma=True):
+    """The probes run once per selected network interface.
+
+    The RoCE probes (ECN knobs, PFC) only run on interfaces backed by an RDMA device (``rdma``):
+    on other NICs the tools answer "not supported", which says nothing about the node.
+    """
     A = Alternative
     ecn = '/sys/class/net/%s/ecn/roce_%s/enable/*'
-    return [
+    probes = [
         Probe('ethtool:' + ifname, 'network', [A(net_p.parse_ethtool, argv=['ethtool', ifname])]),
         Probe('ethtool_driver:' + ifname, 'network', [A(net_p.parse_ethtool_driver, argv=['ethtool', '-i', ifname])]),
-        Probe('roce_ecn:' + ifname, 'network', [A(net_p.parse_roce_ecn, globs=[ecn % (ifname, 'np'), ecn % (ifname, 'rp')])]),
-        Probe('roce_pfc:' + ifname, 'network', [A(net_p.parse_dcb_pfc, argv=['dcb', '-j', 'pfc', 'show', 'dev', ifname]),
-                                                A(net_p.parse_mlnx_qos, argv=['mlnx_qos', '-i', ifname])]),
     ]
+    if rdma:
+        probes += [
+            Probe('roce_ecn:' + ifname, 'network', [A(net_p.parse_roce_ecn, globs=[ecn % (ifname, 'np'), ecn % (ifname, 'rp')])]),
+            Probe('roce_pfc:' + ifname, 'network', [A(net_p.parse_dcb_pfc, argv=['dcb', '-j', 'pfc', 'show', 'dev', ifname]),
+                                                    A(net_p.parse_mlnx_qos, argv=['mlnx_qos', '-i', ifname])]),
+        ]
+    return probes
+
+
+def has_rdma_device(ifname):
+    """True when the interface is backed by an RDMA device (mlx5 RoCE or IPoIB)."""
+    return os.path.isdir('/sys/class/net/%s/device/infiniband' % ifname)
 
 
 def select_interfaces(links, wanted=None):
@@ -322,9 +341,11 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
             names = [n for n in names if not interfaces or any(fnmatch.fnmatchcase(n, p) for p in interfaces)]
         else:
             names = select_interfaces(links, interfaces)
+        replay = isinstance(runner, ReplayRunner)
         for name in names:
-            for probe in interface_probes(name):
-                one(probe)
+            for probe in interface_probes(name, rdma=replay or has_rdma_device(name)):
+                if not replay or probe.key in runner.entries:
+                    one(probe)
     return parsed, statuses
 
 
