@@ -1,0 +1,347 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Collective-communication checks: nccl-tests (or the torch all-reduce benchmark) results against a
+bandwidth curve from the hardware profile.
+
+Pure functions, no I/O.
+
+A *curve* is a list of points ``{min_bytes: int, busbw_gbps_min: float}``. Each point is a floor that
+holds from its ``min_bytes`` upwards: a result row of size S is held to the **highest**
+``busbw_gbps_min`` among the points whose ``min_bytes <= S``. For the usual rising curve this is the
+point with the largest ``min_bytes <= S`` ("from this size up to the next point"); for a curve that
+is not monotonic a larger message is never allowed less bandwidth than a smaller one was promised.
+Rows smaller than the smallest ``min_bytes`` are not checked (latency-bound sizes). Only the
+out-of-place busbw is compared (the in-place half is not printed by every binary).
+
+Findings have the shape used across the collection::
+
+    {host, check, component, severity, measured, expected, message, remediation}
+
+``severity`` is ``fail`` (the node is not fit) or ``warn`` (the result cannot be trusted as a pass).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+
+SEVERITY_FAIL = 'fail'
+SEVERITY_WARN = 'warn'
+
+GIB = 1 << 30
+MIB = 1 << 20
+KIB = 1 << 10
+
+DEFAULT_POINTS = (1 << 30, 128 << 20, 16 << 20)
+
+# Bus-bandwidth correction factors of nccl-tests (doc/PERFORMANCE.md and src/*.cu getBw):
+# busbw = algbw * factor(n), algbw = size / time.
+_FACTORS = {
+    'all_reduce': lambda n: 2.0 * (n - 1) / n,
+    'reduce_scatter': lambda n: (n - 1.0) / n,
+    'all_gather': lambda n: (n - 1.0) / n,
+    'alltoall': lambda n: (n - 1.0) / n,
+    'gather': lambda n: (n - 1.0) / n,
+    'scatter': lambda n: (n - 1.0) / n,
+    'hypercube': lambda n: (n - 1.0) / n,
+    'broadcast': lambda n: 1.0,
+    'reduce': lambda n: 1.0,
+    'sendrecv': lambda n: 1.0,
+}
+_ALIASES = {
+    'allreduce': 'all_reduce', 'all-reduce': 'all_reduce',
+    'reducescatter': 'reduce_scatter', 'reduce-scatter': 'reduce_scatter',
+    'allgather': 'all_gather', 'all-gather': 'all_gather',
+    'all_to_all': 'alltoall', 'all-to-all': 'alltoall',
+    'send_recv': 'sendrecv', 'send-recv': 'sendrecv',
+}
+
+REMEDIATION_BUSBW = (
+    'Check the GPU interconnect and network path that NCCL uses: nvidia-smi topo -m and nvidia-smi nvlink --status '
+    '(every NVLink up at full speed), ibstat / ibv_devinfo (InfiniBand or RoCE ports Active/LinkUp at the expected rate), '
+    'PCIe link width and generation (nvidia-smi -q), and the PCIe ACS / IOMMU settings that force peer traffic through the '
+    'root complex. Make sure NCCL picks the right devices (NCCL_IB_HCA, NCCL_SOCKET_IFNAME, NCCL_NET_GDR_LEVEL) and rerun '
+    'with NCCL_DEBUG=INFO to see the chosen transport ("via P2P/...", "via NET/IB/...", "Using network Socket" means no '
+    'RDMA). Also check GPU clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other job shares the GPUs.')
+REMEDIATION_WRONG = (
+    'Wrong results mean data corruption on the path of the collective: a faulty GPU, GPU memory (check ECC errors and '
+    'remapped rows in nvidia-smi -q -d ECC,ROW_REMAPPER and Xid events in the kernel log) or a faulty link. Run the '
+    'test per GPU pair and per single GPU (nccl-tests -g 1/-g 2 on each device, a GPU memory test) to isolate the device, '
+    'then drain the node and replace the part.')
+REMEDIATION_INCOMPLETE = (
+    'The benchmark did not finish: it hung, was killed by the time limit, or crashed before the summary. Look at the '
+    'kernel log (Xid events), rerun with NCCL_DEBUG=INFO and a smaller size range to see where it stops, check that '
+    'every GPU and NIC it uses is healthy, and that the time limit fits the sizes tested.')
+REMEDIATION_NCCL_ERROR = (
+    'NCCL reported warnings or the test reported an error. Read the quoted lines: "Cuda failure \'out of memory\'" means '
+    'the GPU memory is taken (other processes, MIG, too large -e size); "unhandled system error" or NET/IB messages point '
+    'to the network (link state, NCCL_IB_HCA, NCCL_SOCKET_IFNAME, firewall); rerun with NCCL_DEBUG=INFO for the cause.')
+REMEDIATION_OOB = (
+    'nccl-tests counted result blocks with wrong values (out of bounds). Treat as data corruption: check ECC, remapped rows '
+    'and Xid events, and run the test per GPU to find the faulty device.')
+REMEDIATION_COVERAGE = (
+    'Run the benchmark up to the largest size the profile checks (nccl-tests -e, allreduce_bench --max-bytes).')
+
+
+def human_bytes(size):
+    """1073741824 -> '1 GiB', 134217728 -> '128 MiB', 1000 -> '1000 B'."""
+    size = int(size)
+    for unit, name in ((GIB, 'GiB'), (MIB, 'MiB'), (KIB, 'KiB')):
+        if size >= unit and size % unit == 0:
+            return '%d %s' % (size // unit, name)
+    return '%d B' % size
+
+
+def normalise_collective(name):
+    """'all_reduce_perf' / 'allreduce' / 'all-reduce' -> 'all_reduce'; unknown names are returned lowercased."""
+    if name is None:
+        return None
+    key = str(name).strip().lower()
+    if key.endswith('_perf'):
+        key = key[:-5]
+    return _ALIASES.get(key, key)
+
+
+def busbw_factor(collective, nranks):
+    """The nccl-tests bus-bandwidth factor for ``collective`` with ``nranks`` ranks."""
+    key = normalise_collective(collective)
+    if key not in _FACTORS:
+        raise ValueError('unknown collective %r (known: %s)' % (collective, ', '.join(sorted(_FACTORS))))
+    nranks = int(nranks)
+    if nranks < 1:
+        raise ValueError('nranks must be >= 1, got %r' % (nranks,))
+    return _FACTORS[key](nranks)
+
+
+def algbw_from_time(size_bytes, time_us):
+    """Algorithm bandwidth in GB/s (10^9 bytes/s), as nccl-tests prints it: size / time."""
+    if time_us is None or time_us <= 0:
+        return None
+    return float(size_bytes) / (float(time_us) * 1e-6) / 1e9
+
+
+def busbw_from_time(size_bytes, time_us, collective, nranks):
+    """Bus bandwidth in GB/s from a message size (bytes, as nccl-tests' size column), the time per
+    operation (microseconds), the collective and the number of ranks; None when time is not positive."""
+    algbw = algbw_from_time(size_bytes, time_us)
+    if algbw is None:
+        return None
+    return algbw * busbw_factor(collective, nranks)
+
+
+def _validate_curve(curve):
+    points = []
+    for i, point in enumerate(curve or []):
+        try:
+            min_bytes = int(point['min_bytes'])
+            floor = float(point['busbw_gbps_min'])
+        except (KeyError, TypeError, ValueError):
+            raise ProfileError('curve', 'curve[%d]' % i, 'needs integer min_bytes and numeric busbw_gbps_min, got %r' % (point,))
+        if min_bytes < 0 or floor < 0:
+            raise ProfileError('curve', 'curve[%d]' % i, 'min_bytes and busbw_gbps_min must not be negative, got %r' % (point,))
+        points.append({'min_bytes': min_bytes, 'busbw_gbps_min': floor})
+    return sorted(points, key=lambda p: p['min_bytes'])
+
+
+def threshold_for(curve, size_bytes):
+    """The curve point that governs a row of ``size_bytes``: the highest floor among the points with
+    ``min_bytes <= size_bytes`` (the smaller ``min_bytes`` on ties), or None when no point applies."""
+    best = None
+    for point in _validate_curve(curve):
+        if point['min_bytes'] <= size_bytes and (best is None or point['busbw_gbps_min'] > best['busbw_gbps_min']):
+            best = point
+    return best
+
+
+def _finding(host, check, component, severity, measured, expected, message, remediation):
+    return {
+        'host': host,
+        'check': check,
+        'component': component,
+        'severity': severity,
+        'measured': measured,
+        'expected': expected,
+        'message': message,
+        'remediation': remediation,
+    }
+
+
+def _rows(parsed):
+    rows = []
+    for row in parsed.get('rows') or []:
+        block = row.get('out_of_place') or row.get('in_place') or {}
+        rows.append((int(row['size_bytes']), block.get('busbw_gbps'), row))
+    return rows
+
+
+def _curve_findings(parsed, curve, host, component, tolerance):
+    findings = []
+    points = _validate_curve(curve)
+    if not points:
+        return findings
+    slack = 1.0 - float(tolerance or 0.0)
+    worst = {}   # min_bytes of the governing point -> (busbw, size, floor)
+    checked = set()
+    for size, busbw, _row in _rows(parsed):
+        point = threshold_for(points, size)
+        if point is None or busbw is None:
+            continue
+        checked.add(point['min_bytes'])
+        floor = point['busbw_gbps_min'] * slack
+        if busbw < floor:
+            key = point['min_bytes']
+            if key not in worst or busbw < worst[key][0]:
+                worst[key] = (busbw, size, floor, point['busbw_gbps_min'])
+    for key in sorted(worst, reverse=True):
+        busbw, size, floor, nominal = worst[key]
+        failing = [s for s, b, _r in _rows(parsed)
+                   if b is not None and threshold_for(points, s) and threshold_for(points, s)['min_bytes'] == key and b < floor]
+        message = ('%s bus bandwidth %.2f GB/s at %s is below the %.2f GB/s expected for messages of %s and up '
+                   '(%d size(s) below: %s)' % (component, busbw, human_bytes(size), floor, human_bytes(key),
+                                                len(failing), ', '.join(human_bytes(s) for s in failing)))
+        if tolerance:
+            message += '; profile floor %.2f GB/s with %.0f %% tolerance' % (nominal, float(tolerance) * 100)
+        findings.append(_finding(host, 'collectives.busbw_low', component, SEVERITY_FAIL,
+                                 round(busbw, 2), round(floor, 2), message, REMEDIATION_BUSBW))
+    largest = max(size for size, _b, _r in _rows(parsed)) if parsed.get('rows') else None
+    unchecked = [p['min_bytes'] for p in points if p['min_bytes'] not in checked and (largest is None or p['min_bytes'] > largest)]
+    if parsed.get('complete', True) and unchecked:
+        findings.append(_finding(
+            host, 'collectives.coverage', component, SEVERITY_WARN,
+            human_bytes(largest) if largest is not None else 'no result rows',
+            '>= %s' % human_bytes(max(unchecked)),
+            '%s ran up to %s only: the profile floors for %s were not checked'
+            % (component, human_bytes(largest) if largest is not None else 'no size',
+               ', '.join(human_bytes(s) + ' and up' for s in sorted(unchecked))),
+            REMEDIATION_COVERAGE))
+    return findings
+
+
+def evaluate_curve(parsed, curve, host, collective, tolerance=None):
+    """Check one parsed nccl-tests run (``_parse_nccl.parse_nccl_tests``) or an allreduce_bench result
+    (see ``rows_from_bench``) against ``curve``; return a list of findings (empty when fit).
+
+    ``tolerance`` (a fraction, e.g. 0.05) lowers every floor by that share, for profiles that keep the
+    nominal numbers but accept noise. Checks: collectives.busbw_low (one finding per curve point that
+    some row misses: the worst row), collectives.wrong_results, collectives.out_of_bounds,
+    collectives.nccl_error, collectives.incomplete, collectives.coverage (warn: the run stopped below a
+    curve point).
+    """
+    if tolerance is not None:
+        tolerance = float(tolerance)
+        if not 0.0 <= tolerance < 1.0:
+            raise ValueError('tolerance must be a fraction in [0, 1), got %r' % (tolerance,))
+    name = normalise_collective(collective or parsed.get('collective')) or 'collective'
+    component = '%s_perf' % name
+    findings = []
+
+    wrong_rows = []
+    for size, _busbw, row in _rows(parsed):
+        for half in ('out_of_place', 'in_place'):
+            block = row.get(half) or {}
+            if block.get('wrong'):
+                wrong_rows.append((size, half, block['wrong']))
+    if wrong_rows:
+        total = sum(w for _s, _h, w in wrong_rows)
+        findings.append(_finding(
+            host, 'collectives.wrong_results', component, SEVERITY_FAIL, total, 0,
+            '%s returned %d wrong element(s): %s' % (component, total, ', '.join(
+                '%s %s: %d' % (human_bytes(s), h.replace('_', '-'), w) for s, h, w in wrong_rows)),
+            REMEDIATION_WRONG))
+
+    oob = parsed.get('out_of_bounds')
+    if oob and not oob.get('ok', True):
+        findings.append(_finding(
+            host, 'collectives.out_of_bounds', component, SEVERITY_FAIL, oob.get('count'), 0,
+            '%s reported %s out-of-bounds result block(s) (Out of bounds values: FAILED)' % (component, oob.get('count')),
+            REMEDIATION_OOB))
+
+    quoted = list(parsed.get('warnings') or []) + list(parsed.get('errors') or [])
+    if quoted:
+        shown = quoted[:10]
+        more = len(quoted) - len(shown)
+        findings.append(_finding(
+            host, 'collectives.nccl_error', component,
+            SEVERITY_FAIL if parsed.get('errors') else SEVERITY_WARN,
+            shown, 'no NCCL WARN or test error lines',
+            '%s printed %d NCCL warning(s) and %d error line(s): %s%s'
+            % (component, len(parsed.get('warnings') or []), len(parsed.get('errors') or []),
+               ' | '.join(shown), ' (and %d more)' % more if more > 0 else ''),
+            REMEDIATION_NCCL_ERROR))
+
+    if not parsed.get('complete', False):
+        rows = parsed.get('rows') or []
+        partial = parsed.get('partial_row')
+        if partial:
+            where = 'while measuring %s' % human_bytes(partial['size_bytes'])
+        elif rows:
+            where = 'after %s (the last size reported)' % human_bytes(rows[-1]['size_bytes'])
+        else:
+            where = 'before reporting any size'
+        findings.append(_finding(
+            host, 'collectives.incomplete', component, SEVERITY_FAIL, 'stopped %s' % where,
+            'the run reaches its "Avg bus bandwidth" summary',
+            '%s did not finish: it stopped %s (hung, timed out or crashed)' % (component, where),
+            REMEDIATION_INCOMPLETE))
+
+    findings.extend(_curve_findings(parsed, curve, host, component, tolerance))
+    return findings
+
+
+def rows_from_bench(result, collective='all_reduce'):
+    """Turn an allreduce_bench.py result ({sizes: [{size_bytes, time_us, algbw_gbps, busbw_gbps}], ...})
+    into the parsed shape that evaluate_curve and derive_curve read."""
+    rows = []
+    for entry in result.get('sizes') or []:
+        rows.append({
+            'size_bytes': int(entry['size_bytes']),
+            'out_of_place': {'time_us': entry.get('time_us'), 'algbw_gbps': entry.get('algbw_gbps'),
+                             'busbw_gbps': entry.get('busbw_gbps'), 'wrong': None},
+            'in_place': None,
+        })
+    return {
+        'collective': normalise_collective(collective),
+        'rows': rows,
+        'nranks': result.get('world_size'),
+        'warnings': [],
+        'errors': [] if result.get('ok', True) else [str(result.get('error') or 'benchmark failed')],
+        'out_of_bounds': None,
+        'partial_row': None,
+        'complete': bool(rows) and result.get('ok', True),
+    }
+
+
+def _median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    if len(values) % 2:
+        return values[mid]
+    return (values[mid - 1] + values[mid]) / 2.0
+
+
+def derive_curve(parsed_runs, fraction=0.85, points=DEFAULT_POINTS):
+    """Build a curve from captured runs of a known-good node, to write profile thresholds.
+
+    For each point P (sizes ascending), take every run's lowest out-of-place busbw over its rows in
+    [P, next point) -- the band that point will govern --, the median over runs, times ``fraction``.
+    Runs that have no row in a band do not vote for it; a point no run reaches is left out. The
+    result is rounded down to 0.1 GB/s and sorted by min_bytes.
+    """
+    fraction = float(fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError('fraction must be in (0, 1], got %r' % (fraction,))
+    ordered = sorted(set(int(p) for p in points))
+    curve = []
+    for i, start in enumerate(ordered):
+        end = ordered[i + 1] if i + 1 < len(ordered) else None
+        lows = []
+        for parsed in parsed_runs:
+            band = [b for s, b, _r in _rows(parsed) if b is not None and s >= start and (end is None or s < end)]
+            if band:
+                lows.append(min(band))
+        if lows:
+            floor = int(_median(lows) * fraction * 10) / 10.0
+            curve.append({'min_bytes': start, 'busbw_gbps_min': floor})
+    return curve

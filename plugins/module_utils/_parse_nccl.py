@@ -1,0 +1,393 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parser for the text that the nccl-tests binaries (``all_reduce_perf``, ``all_gather_perf``, ...)
+print on stdout.
+
+``parse_nccl_tests(text)`` returns::
+
+    version: "2.19.6"            # "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809"
+    nccl_version: "2.28.9"       # decoded from nccl-library=, else from an "NCCL version 2.28.9+cuda13.0" line
+    collective: all_reduce       # from "# Collective test starting: all_reduce_perf", else None
+    config: {nthreads, ngpus, min_bytes, max_bytes, step_factor, step_bytes, warmup_iters, iters,
+             agg_iters, validation, graph}     # the "# nThread ..." line; None where not printed
+    devices: [{rank, group, pid, host, device, bus_id, name}]
+    nranks: 4                    # len(devices), None when no device line was printed
+    rows: [{size_bytes, count, type, redop, root,
+            out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong},
+            in_place: {...} | None}]          # None when the binary prints only one block
+    partial_row: {size_bytes, count, type, redop, root} | None   # a size that was started, not finished
+    avg_busbw_gbps: 122.457      # "# Avg bus bandwidth : ..." trailer, None when absent
+    out_of_bounds: {count: 0, ok: true} | None
+    warnings: ["<NCCL WARN line>", ...]
+    errors: ["<error line>", ...]  # "Test NCCL failure", "Test CUDA failure", "Test failure", "Test timeout", ...
+    transports: ["P2P/direct pointer", ...]   # from NCCL_DEBUG=INFO "Channel ... via X" lines
+    network: "Socket" | "IB" | None          # from NCCL_DEBUG=INFO "Using network X"
+    complete: true               # the "Avg bus bandwidth" trailer was printed
+
+``#wrong`` is an int, or None where the binary printed ``N/A`` (``-c 0``, or in-place results that
+are not checked). Times are microseconds, bandwidths GB/s (10^9 bytes per second), as printed.
+NCCL_DEBUG=INFO/TRACE lines are skipped (except for the version, transport and network they name).
+Lines of the launcher (mpirun, srun, ssh) that are none of the above are ignored.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+
+SOURCE = 'nccl-tests'
+
+_ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]')
+_VERSION = re.compile(
+    r'^#\s*nccl-tests\s+version\s+v?(?P<version>\d+(?:\.\d+)*)(?:\s*\([^)]*\))?'
+    r'(?:\s+nccl-headers=(?P<headers>\d+))?(?:\s+nccl-library=(?P<library>\d+))?')
+_STARTING = re.compile(r'^#\s*Collective test (?:starting|concluded):\s*(?P<name>\S+)')
+_CONFIG_KEYS = (
+    ('nthreads', r'nThreads?:?\s+(\d+)'),
+    ('ngpus', r'nGpus:?\s+(\d+)'),
+    ('min_bytes', r'minBytes:?\s+(\d+)'),
+    ('max_bytes', r'maxBytes:?\s+(\d+)'),
+    ('warmup_iters', r'warmup\s*iters:?\s+(\d+)'),
+    ('iters', r'(?<![A-Za-z])(?<!warmup )(?<!agg )iters:?\s+(\d+)'),
+    ('agg_iters', r'agg\s*iters:?\s+(\d+)'),
+    ('validation', r'validation:?\s+(\d+)'),
+    ('graph', r'graph:?\s+(\d+)'),
+)
+_STEP = re.compile(r'step:?\s+(\d+)\s*\((factor|bytes)\)')
+_DEVICE = re.compile(
+    r'^#\s*Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)'
+    r'\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)$')
+_COLUMNS = re.compile(r'^#\s*size\s+count\s+type\s+redop\s+root\s+(?P<rest>.*)$')
+_OOB = re.compile(r'^#?\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>OK|FAILED)?', re.I)
+_AVG = re.compile(r'^#?\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)', re.I)
+# "host:pid:tid [dev] NCCL INFO ...", "host:pid:tid [dev] file.cc:123 NCCL WARN ..."
+_NCCL_LOG = re.compile(r'(?P<log>\S+:\d+:\d+\s+\[\d+\]\s+(?:\S+\s+)?NCCL\s+(?P<level>INFO|WARN|TRACE|ERROR|ABORT)\b.*)$')
+_NCCL_VERSION = re.compile(r'NCCL version\s+(?P<version>\d+\.\d+\.\d+)')
+_TRANSPORT = re.compile(r'NCCL INFO Channel\s+\S+\s*:.*?\bvia\s+(?P<via>.+?)\s*$')
+_NETWORK = re.compile(r'NCCL INFO Using network\s+(?P<net>\S+)')
+_ERROR = re.compile(r'Test (?:NCCL|CUDA) failure|Test failure|Test timeout|\bNCCL error\b|^#\s*error:|Invalid number of GPUs', re.I)
+# size count type [redop] root values...; older binaries print an empty redop for gather/scatter/alltoall
+_ROW = re.compile(r'^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>[A-Za-z][A-Za-z0-9_]*)(?:\s+(?P<redop>[A-Za-z][A-Za-z0-9_]*))?\s+'
+                  r'(?P<root>-?\d+)(?P<rest>(?:\s+\S+)*)\s*$')
+_ROW_PREFIX = re.compile(r'^\s*\d+\s+\d+\s+[A-Za-z]\w*(?:\s+[A-Za-z]\w*)?\s+-?\d+\s*$')
+_TIMESTAMP = re.compile(r'^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$')
+
+# A result block is "time algbw busbw #wrong", optionally followed by "#bitdiff" and the per-iteration
+# columns "i_min i_max i_p99 i_cv%" (newer nccl-tests, read from the column header).
+_BASE_BLOCK = 4
+
+
+def _clean(text):
+    text = _ANSI.sub('', text)
+    return text.replace('\r\n', '\n').replace('\r', '\n')
+
+
+def _decode_nccl_code(code):
+    """NCCL_VERSION_CODE -> "X.Y.Z" (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before)."""
+    code = int(code)
+    if code <= 0:
+        return None
+    if code >= 20900:
+        return '%d.%d.%d' % (code // 10000, (code % 10000) // 100, code % 100)
+    return '%d.%d.%d' % (code // 1000, (code % 1000) // 100, code % 100)
+
+
+def _number(token, what, line):
+    try:
+        value = float(token)
+    except ValueError:
+        raise ParseError(SOURCE, 'bad %s %r in result row' % (what, token), line)
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return value
+
+
+def _wrong(token, line):
+    if token.upper() in ('N/A', 'NA', '-'):
+        return None
+    value = _number(token, '#wrong', line)
+    if value is None or value < 0:
+        return None
+    if value != int(value):
+        raise ParseError(SOURCE, 'bad #wrong %r in result row' % token, line)
+    return int(value)
+
+
+def _block_layout(rest):
+    """From the column header after "root": the number of tokens of one result block."""
+    names = rest.split()
+    starts = [i for i, name in enumerate(names) if name in ('time', 'cputime')]
+    if len(starts) >= 2:
+        return max(_BASE_BLOCK, starts[1] - starts[0])
+    if len(starts) == 1:
+        width = len(names) - starts[0]
+        if 'timestamp' in names:
+            width -= 1
+        return max(_BASE_BLOCK, width)
+    return _BASE_BLOCK
+
+
+def _parse_block(tokens, line):
+    return {
+        'time_us': _number(tokens[0], 'time', line),
+        'algbw_gbps': _number(tokens[1], 'algbw', line),
+        'busbw_gbps': _number(tokens[2], 'busbw', line),
+        'wrong': _wrong(tokens[3], line),
+    }
+
+
+def _parse_row(match, block, line):
+    rest = match.group('rest').split()
+    # trailing "YYYY-MM-DD HH:MM:SS" timestamp (nccl-tests -Z / report_timestamps)
+    while rest and _TIMESTAMP.match(rest[-1]):
+        rest.pop()
+    row = {
+        'size_bytes': int(match.group('size')),
+        'count': int(match.group('count')),
+        'type': match.group('type'),
+        'redop': match.group('redop'),
+        'root': int(match.group('root')),
+    }
+    if not rest:
+        return row, 0
+    if len(rest) % block == 0 and len(rest) // block in (1, 2):
+        width = block
+    elif len(rest) % _BASE_BLOCK == 0 and len(rest) // _BASE_BLOCK in (1, 2):
+        width = _BASE_BLOCK
+    else:
+        raise ParseError(SOURCE, 'result row has %d value columns, expected %d or %d' % (len(rest), block, 2 * block), line)
+    row['out_of_place'] = _parse_block(rest[:width], line)
+    row['in_place'] = _parse_block(rest[width:2 * width], line) if len(rest) >= 2 * width else None
+    return row, len(rest) // width
+
+
+def _config(line):
+    config = {}
+    for key, pattern in _CONFIG_KEYS:
+        found = re.search(pattern, line, re.I)
+        config[key] = int(found.group(1)) if found else None
+    step = _STEP.search(line)
+    config['step_factor'] = int(step.group(1)) if step and step.group(2) == 'factor' else None
+    config['step_bytes'] = int(step.group(1)) if step and step.group(2) == 'bytes' else None
+    return config
+
+
+def _empty_result():
+    return {
+        'version': None,
+        'nccl_version': None,
+        'collective': None,
+        'config': None,
+        'devices': [],
+        'nranks': None,
+        'rows': [],
+        'partial_row': None,
+        'avg_busbw_gbps': None,
+        'out_of_bounds': None,
+        'warnings': [],
+        'errors': [],
+        'transports': [],
+        'network': None,
+        'complete': False,
+    }
+
+
+def _log_line(result, log, state):
+    level = log.group('level')
+    text = log.group('log').strip()
+    if level in ('WARN', 'ERROR', 'ABORT'):
+        result['warnings'].append(text)
+    version = _NCCL_VERSION.search(text)
+    if version and not state['info_version']:
+        state['info_version'] = version.group('version')
+    via = _TRANSPORT.search(text)
+    if via and via.group('via') not in state['transports']:
+        state['transports'].append(via.group('via'))
+    net = _NETWORK.search(text)
+    if net:
+        result['network'] = net.group('net')
+
+
+def _comment_line(result, line, state):
+    """A line starting with '#': header, device list, columns, trailer. True when recognised."""
+    version = _VERSION.match(line)
+    if version:
+        result['version'] = version.group('version')
+        if version.group('library'):
+            result['nccl_version'] = _decode_nccl_code(version.group('library'))
+        return True
+    starting = _STARTING.match(line)
+    if starting:
+        name = starting.group('name')
+        result['collective'] = name[:-5] if name.endswith('_perf') else name
+        return True
+    if re.match(r'^#\s*nThreads?:?\s+\d+', line):
+        result['config'] = _config(line)
+        return True
+    device = _DEVICE.match(line)
+    if device:
+        result['devices'].append({
+            'rank': int(device.group('rank')),
+            'group': int(device.group('group')) if device.group('group') is not None else None,
+            'pid': int(device.group('pid')),
+            'host': device.group('host'),
+            'device': int(device.group('device')),
+            'bus_id': device.group('bus').strip(),
+            'name': device.group('name').strip() or None,
+        })
+        return True
+    columns = _COLUMNS.match(line)
+    if columns:
+        state['block'] = _block_layout(columns.group('rest'))
+        return True
+    return bool(re.match(r'^#\s*Using devices', line))
+
+
+def _trailer_line(result, line):
+    oob = _OOB.match(line)
+    if oob:
+        count = int(oob.group('count'))
+        result['out_of_bounds'] = {'count': count, 'ok': count == 0 and (oob.group('status') or 'OK').upper() == 'OK'}
+        return True
+    avg = _AVG.match(line)
+    if avg:
+        try:
+            result['avg_busbw_gbps'] = float(avg.group('bw'))
+        except ValueError:
+            raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw'), line)
+        result['complete'] = True
+        return True
+    return False
+
+
+def _row_line(result, line, state, last):
+    """A result row (or the start of one). True when the line is a row."""
+    match = _ROW.match(line)
+    if not match:
+        if last and re.match(r'^\s*\d+\s+\d+\s+[A-Za-z]', line):
+            state['cut'] = True   # the text ends inside the parameters of a row
+            return True
+        return False
+    try:
+        row, blocks = _parse_row(match, state['block'], line)
+    except ParseError:
+        if not last:
+            raise
+        state['cut'] = True       # the text ends inside a row: keep its parameters only
+        row = dict((k, int(match.group(k)) if k in ('size', 'count', 'root') else match.group(k))
+                   for k in ('size', 'count', 'type', 'redop', 'root'))
+        row['size_bytes'] = row.pop('size')
+        blocks = 0
+    state['row_blocks'].append(blocks)
+    if blocks:
+        result['rows'].append(row)
+        state['pending'] = None
+    else:
+        state['pending'] = row
+    return True
+
+
+def parse_nccl_tests(text):
+    """Parse the stdout of one nccl-tests binary run; see the module docstring for the result."""
+    if not isinstance(text, str):
+        raise ParseError(SOURCE, 'expected text, got %s' % type(text).__name__, text)
+    try:
+        return _parse(text)
+    except ParseError:
+        raise
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+        raise ParseError(SOURCE, 'unexpected content (%s)' % exc, text)
+
+
+def _split_log(line, result, state):
+    """Handle an NCCL log line; return what preceded it on the same line (a cut result row), or ''.
+
+    The log line can start right after the root of a cut row ("... sum -1node1:2196:2234 [0] NCCL INFO"):
+    of the places the log line could start, the first one that leaves a row prefix (or nothing) wins.
+    """
+    log = _NCCL_LOG.search(line)
+    if not log:
+        return None
+    chosen = log
+    first = line[log.start():].split(None, 1)[0]
+    for start in range(log.start(), log.start() + len(first)):
+        before = line[:start]
+        if before.strip() and not _ROW_PREFIX.match(before):
+            continue
+        candidate = _NCCL_LOG.match(line, start)
+        if candidate:
+            chosen = candidate
+            break
+    _log_line(result, chosen, state)
+    return line[:chosen.start()].strip()
+
+
+def _parse(text):
+    result = _empty_result()
+    state = {'block': _BASE_BLOCK, 'pending': None, 'row_blocks': [], 'info_version': None,
+             'transports': [], 'fragment': None, 'cut': False}
+    recognised = False
+    lines = [raw.rstrip() for raw in _clean(text).split('\n')]
+    lines = [line for line in lines if line.strip()]
+    for index, line in enumerate(lines):
+        last = index == len(lines) - 1
+        before = _split_log(line, result, state)
+        if before is not None:
+            if before and re.match(r'^\d+\s+\d+\s', before):
+                if _ROW.match(before) and len(_ROW.match(before).group('rest').split()) >= _BASE_BLOCK:
+                    recognised = _row_line(result, before, state, False) or recognised
+                else:
+                    # a result row that the log line cut in two: its values follow on a later line
+                    state['fragment'] = before
+            continue
+        stripped = line.strip()
+        if state['fragment'] is not None and not stripped.startswith('#'):
+            joined = state['fragment'] + ' ' + stripped
+            state['fragment'] = None
+            if _ROW.match(joined):
+                recognised = _row_line(result, joined, state, last) or recognised
+                continue
+        if re.match(r'^NCCL version\s+\d', stripped):
+            state['info_version'] = state['info_version'] or _NCCL_VERSION.search(stripped).group('version')
+            continue
+        if re.search(r'\bNCCL WARN\b', stripped):
+            result['warnings'].append(stripped)
+            continue
+        if _trailer_line(result, stripped):
+            recognised = True
+            continue
+        if stripped.startswith('#'):
+            recognised = _comment_line(result, stripped, state) or recognised
+            continue
+        if _ERROR.search(stripped):
+            result['errors'].append(stripped)
+            recognised = True
+            continue
+        if _row_line(result, line, state, last):
+            recognised = True
+            continue
+        # anything else: launcher noise (mpirun, srun, ssh banners); ignored
+    if not recognised and not result['warnings']:
+        raise ParseError(SOURCE, 'no nccl-tests header, result row or trailer found', text)
+    _finish(result, state)
+    return result
+
+
+def _finish(result, state):
+    result['transports'] = sorted(state['transports'])
+    if result['nccl_version'] is None:
+        result['nccl_version'] = state['info_version']
+    if result['devices']:
+        result['nranks'] = len(result['devices'])
+    blocks = [b for b in state['row_blocks'] if b]
+    if state['pending'] is not None:
+        result['partial_row'] = state['pending']
+    elif not result['complete'] and len(blocks) >= 2 and blocks[-1] < max(blocks):
+        # the run stopped after the out-of-place half of the last size
+        last = result['rows'].pop()
+        result['partial_row'] = dict((k, last[k]) for k in ('size_bytes', 'count', 'type', 'redop', 'root'))
