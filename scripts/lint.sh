@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 VENV="${VENV:-.venv}"
 for tool in yamllint ansible-lint; do
     [ -x "$VENV/bin/$tool" ] || { echo "[lint] ERROR: $VENV/bin/$tool missing; run make setup" >&2; exit 1; }
