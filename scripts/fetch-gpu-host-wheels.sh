@@ -6,7 +6,10 @@
 # wheels/ included, to the GPU host.
 #
 # Usage: scripts/fetch-gpu-host-wheels.sh [--python-version 3.12] [--dest DIR] [--with-bundle]
+#                                          [--ansible-core VERSION]
 #   --python-version  the GPU host's Python (default 3.12)
+#   --ansible-core    another ansible-core release than requirements/controller.txt pins (e.g.
+#                     2.16.19 for a host with Python 3.10; the bundle is then not available)
 #   --dest            where to put the wheels (default wheels/gpu-host; for another Python
 #                     version: wheels/gpu-host-py<XY>)
 #   --with-bundle     also download the community bundle (ansible==12.3.0, about 50 MB) for
@@ -20,12 +23,14 @@ cd "$ROOT"
 PYVER=3.12
 DEST=""
 BUNDLE=0
+CORE_VERSION=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --python-version) PYVER="$2"; shift 2 ;;
         --dest) DEST="$2"; shift 2 ;;
         --with-bundle) BUNDLE=1; shift ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --ansible-core) CORE_VERSION="$2"; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -38,6 +43,10 @@ fi
 ANSIBLE_CORE="$(sed -n 's/^\(ansible-core==[0-9.]*\).*/\1/p' requirements/controller.txt)"
 BUNDLE_SPEC="$(sed -n 's/^\(ansible==[0-9.]*\).*/\1/p' requirements/controller.txt)"
 [ -n "$ANSIBLE_CORE" ] || { echo "no ansible-core pin in requirements/controller.txt" >&2; exit 1; }
+if [ -n "$CORE_VERSION" ]; then
+    ANSIBLE_CORE="ansible-core==$CORE_VERSION"
+    [ "$BUNDLE" = 0 ] || { echo "--with-bundle needs the ansible-core that requirements/controller.txt pins" >&2; exit 2; }
+fi
 
 if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi

@@ -25,8 +25,8 @@ if ! ls "$WHEELS"/ansible_core-*.whl >/dev/null 2>&1; then
     echo "[gpu-host] ERROR: no ansible-core wheel under $WHEELS; run scripts/fetch-gpu-host-wheels.sh on a machine with PyPI access and copy wheels/ here" >&2
     exit 1
 fi
-if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
-    echo "[gpu-host] ERROR: ansible-core 2.19 needs Python >= 3.11 on the controller; $PYTHON is older" >&2
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' && ls "$WHEELS"/ansible_core-2.1[7-9].*.whl >/dev/null 2>&1; then
+    echo "[gpu-host] ERROR: $PYTHON is older than 3.11, which the ansible-core under $WHEELS needs; fetch wheels with e.g. --python-version 3.10 --ansible-core 2.16.19" >&2
     exit 1
 fi
 
