@@ -1,0 +1,107 @@
+"""Fuzz the nccl-tests parser: truncated, mutated and random texts derived from the real captures
+and the derived faulty outputs. Only ParseError may escape, and whatever parses can be evaluated."""
+import glob
+import os
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import evaluate_curve
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
+FILES = sorted(glob.glob(os.path.join(FIXTURES, 'hardware', '*', 'nccl-tests_*.txt'))
+               + glob.glob(os.path.join(FIXTURES, 'derived', 'nccl', '*.txt')))
+TEXTS = []
+for _path in FILES:
+    with open(_path) as _handle:
+        TEXTS.append(_handle.read())
+
+CURVE = [{'min_bytes': 16 << 20, 'busbw_gbps_min': 200.0}, {'min_bytes': 1 << 30, 'busbw_gbps_min': 300.0}]
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NOISE = st.text(alphabet=st.characters(blacklist_categories=('Cs',)), max_size=80)
+
+
+def _check(text):
+    try:
+        result = parse_nccl_tests(text)
+    except ParseError:
+        return
+    assert isinstance(result, dict)
+    for row in result['rows']:
+        assert isinstance(row['size_bytes'], int)
+        assert isinstance(row['out_of_place'], dict)
+    findings = evaluate_curve(result, CURVE, 'h', 'all_reduce')
+    assert isinstance(findings, list)
+
+
+def test_corpus_present():
+    assert len(TEXTS) >= 14
+
+
+@SETTINGS
+@given(st.sampled_from(TEXTS), st.floats(min_value=0.0, max_value=1.0))
+def test_truncated(text, where):
+    _check(text[:int(len(text) * where)])
+
+
+@SETTINGS
+@given(st.sampled_from(TEXTS), st.data())
+def test_line_edits(text, data):
+    lines = text.split('\n')
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+        op = data.draw(st.sampled_from(['drop', 'dup', 'swap', 'noise', 'tokens']))
+        i = data.draw(st.integers(min_value=0, max_value=max(0, len(lines) - 1)))
+        if not lines:
+            break
+        if op == 'drop':
+            del lines[i]
+        elif op == 'dup':
+            lines.insert(i, lines[i])
+        elif op == 'swap':
+            j = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == 'noise':
+            lines.insert(i, data.draw(NOISE))
+        else:
+            tokens = lines[i].split()
+            if tokens:
+                k = data.draw(st.integers(min_value=0, max_value=len(tokens) - 1))
+                tokens[k] = data.draw(st.sampled_from(['N/A', '-1', 'nan', 'inf', '1e+99', '', 'x', '0', '#', '-', '1.2.3']))
+                lines[i] = '  '.join(tokens)
+    _check('\n'.join(lines))
+
+
+@SETTINGS
+@given(st.sampled_from(TEXTS), st.data())
+def test_byte_edits(text, data):
+    chars = list(text)
+    for _ in range(data.draw(st.integers(min_value=1, max_value=8))):
+        if not chars:
+            break
+        i = data.draw(st.integers(min_value=0, max_value=len(chars) - 1))
+        chars[i] = data.draw(st.sampled_from(['', ' ', '\n', '\r', '\x1b', '#', '-', '.', '9', 'a', '\x00', '\u00e9']))
+    _check(''.join(chars))
+
+
+@SETTINGS
+@given(st.text(max_size=400))
+def test_random_text(text):
+    _check(text)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([line for text in TEXTS for line in text.split('\n')[:60]]), max_size=30))
+def test_shuffled_real_lines(lines):
+    _check('\n'.join(lines))
+
+
+def test_not_text():
+    for value in (None, b'bytes', 42, ['a']):
+        try:
+            parse_nccl_tests(value)
+        except ParseError:
+            continue
+        raise AssertionError('no ParseError for %r' % (value,))
