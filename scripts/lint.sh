@@ -13,6 +13,10 @@ export PATH="$ROOT/$VENV/bin:$PATH"
 # ansible-lint checks for newer releases of itself unless told not to.
 export ANSIBLE_LINT_SKIP_VERSION_CHECK=1 ANSIBLE_LINT_NODEPS="${ANSIBLE_LINT_NODEPS:-0}"
 
+# Plain text when the output is a log, not a terminal.
+color=()
+if [ ! -t 1 ]; then color=(--nocolor); export NO_COLOR=1; fi
+
 failed=0
 echo "[lint] yamllint $("$VENV/bin/yamllint" --version | awk '{print $2}')"
 if "$VENV/bin/yamllint" --strict --format parsable .; then
@@ -23,7 +27,7 @@ else
 fi
 
 echo "[lint] $("$VENV/bin/ansible-lint" --version 2>/dev/null | head -1)"
-if "$VENV/bin/ansible-lint" --offline "$@"; then
+if "$VENV/bin/ansible-lint" "${color[@]}" --offline "$@"; then
     echo "[lint] ansible-lint: passed"
 else
     echo "[lint] ansible-lint: FAILED"
