@@ -1,0 +1,703 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hardware profiles: the schema (as data), validation, inventory overrides and the schema's docs.
+
+A profile is plain data (already loaded from YAML by the caller): this module imports no YAML
+library. ``validate_profile`` returns a normalised copy (defaults filled, versions and ports in
+canonical form) or raises ``ProfileError(path, dotted_key, reason)``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import difflib
+import fnmatch
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+
+
+SCHEMA_VERSION = 1
+
+SEVERITIES = ('fail', 'warn', 'info')
+
+# nvidia-smi topo -m connection kinds, best first; NV<n> (n bonded NVLinks) beats all of them.
+PCIE_LINK_RANK = ('PIX', 'PXB', 'PHB', 'NODE', 'SYS')
+LINK_PATTERN = r'^(NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS)$'
+
+CLOCK_EVENT_REASONS = (
+    'gpu_idle', 'applications_clocks_setting', 'sw_power_cap', 'hw_slowdown', 'hw_thermal_slowdown',
+    'hw_power_brake_slowdown', 'sync_boost', 'sw_thermal_slowdown', 'display_clocks_setting',
+)
+
+COLLECTIVES = (
+    'all_reduce', 'all_gather', 'reduce_scatter', 'alltoall', 'sendrecv', 'broadcast', 'reduce',
+    'gather', 'scatter', 'hypercube',
+)
+
+# Built-in Xid classification, used when a profile has no ``gpu.xid`` section. Source: NVIDIA
+# "Xid Errors" and the Xid catalog for Ampere and newer
+# (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): "fatal" are the Xids
+# whose immediate action is a GPU reset, node reboot or hardware service; "warn" are the common
+# ones that usually point at the application or at a condition a reset clears.
+DEFAULT_XID_FATAL = [
+    {'xid': 48, 'reason': 'double-bit (uncorrectable) ECC error'},
+    {'xid': 61, 'reason': 'internal micro-controller breakpoint/warning'},
+    {'xid': 62, 'reason': 'internal micro-controller halt'},
+    {'xid': 64, 'reason': 'ECC page retirement or row remapping recording failure'},
+    {'xid': 74, 'reason': 'NVLink error'},
+    {'xid': 79, 'reason': 'GPU has fallen off the bus',
+     'remediation': 'GPU fell off the bus: drain the node, power-cycle it (a warm reboot is not enough), check the PCIe riser, '
+                    'cabling and slot power; RMA the GPU or baseboard if it repeats.'},
+    {'xid': 95, 'reason': 'uncontained ECC error'},
+    {'xid': 119, 'reason': 'GSP RPC timeout'},
+    {'xid': 120, 'reason': 'GSP error'},
+    {'xid': 140, 'reason': 'unrecovered ECC error'},
+    {'xid': 154, 'reason': 'GPU recovery action changed (reset or reboot required)'},
+]
+DEFAULT_XID_WARN = [
+    {'xid': 13, 'reason': 'graphics engine exception (usually an application fault)'},
+    {'xid': 31, 'reason': 'GPU memory page fault (usually an application fault)'},
+    {'xid': 32, 'reason': 'invalid or corrupted push buffer stream (PCIe quality)'},
+    {'xid': 43, 'reason': 'GPU stopped processing (application fault)'},
+    {'xid': 45, 'reason': 'preemptive cleanup after earlier errors'},
+    {'xid': 63, 'reason': 'ECC page retirement or row remapping event (reset the GPU to apply)'},
+    {'xid': 92, 'reason': 'high single-bit ECC error rate'},
+    {'xid': 94, 'reason': 'contained ECC error (the affected application was stopped)'},
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema. A spec is a dict:
+#   type: dict (fixed ``keys``) | map (free keys: ``key`` spec, ``values`` spec) | list (``elements``)
+#         | str | int | float | bool | version | port | link
+#   required: bool, default: value (deep-copied, then validated), description: text,
+#   choices: [...], min / max (numbers), pattern (str), min_items (list),
+#   check: name of an extra validation in _EXTRA_CHECKS.
+# A ``None`` value for a key counts as absent (an override can reset a key to its default).
+
+def _link(description, **kw):
+    spec = {'type': 'link', 'description': description}
+    spec.update(kw)
+    return spec
+
+
+_XID_ENTRY = {
+    'type': 'dict', 'description': 'One Xid code.',
+    'keys': {
+        'xid': {'type': 'int', 'required': True, 'min': 1, 'description': 'Xid number as the driver logs it.'},
+        'reason': {'type': 'str', 'required': True, 'description': 'What it means (quoted in the finding).'},
+        'remediation': {'type': 'str', 'description': 'What the operator does; the check default when absent.'},
+    },
+}
+
+_VERSION_PATTERN_DOC = ('Matches when the version starts with these components ("580", "580." and "580.159.04" match '
+                        '580.159.04; "13.0" matches 13.0.88), or a glob ("580.*"). Quote it: YAML reads 12.10 as the number 12.1.')
+
+SCHEMA = {
+    'type': 'dict',
+    'description': 'A hardware profile: what one node type must look like.',
+    'keys': {
+        'schema_version': {'type': 'int', 'required': True, 'choices': [SCHEMA_VERSION],
+                           'description': 'Profile format version; this collection reads 1.'},
+        'name': {'type': 'str', 'required': True, 'pattern': r'^[A-Za-z0-9][A-Za-z0-9_.-]*$',
+                 'description': 'Profile name; the file is profiles/<name>.yml.'},
+        'description': {'type': 'str', 'default': '', 'description': 'One line for reports.'},
+        'gpu': {
+            'type': 'dict',
+            'description': 'GPUs. Omit the section on nodes without GPUs.',
+            'keys': {
+                'vendor': {'type': 'str', 'default': 'nvidia', 'choices': ['nvidia'], 'description': 'GPU vendor.'},
+                'model': {'type': 'str', 'description': 'Case-insensitive substring of every GPU name ("H100 80GB HBM3").'},
+                'count': {'type': 'int', 'required': True, 'min': 0, 'description': 'Exact number of GPUs.'},
+                'memory_mib_min': {'type': 'int', 'min': 0, 'description': 'Minimum memory.total of every GPU, MiB.'},
+                'pcie': {
+                    'type': 'dict', 'default': {}, 'description': 'PCIe link of every GPU.',
+                    'keys': {
+                        'gen_min': {'type': 'int', 'min': 1, 'max': 7,
+                                    'description': 'Minimum link generation the slot can train to (pcie.link.gen.max).'},
+                        'width_min': {'type': 'int', 'choices': [1, 2, 4, 8, 16, 32],
+                                      'description': 'Minimum current link width (pcie.link.width.current).'},
+                        'warn_downtrained': {'type': 'bool', 'default': True,
+                                             'description': 'Warn when the current generation or width is below the maximum.'},
+                    },
+                },
+                'persistence_mode_required': {'type': 'bool', 'default': True, 'description': 'Persistence mode must be on.'},
+                'ecc_required': {'type': 'bool', 'default': True, 'description': 'ECC must be enabled.'},
+                'topology': {
+                    'type': 'dict', 'description': 'nvidia-smi topo -m expectations.',
+                    'keys': {
+                        'gpu_pair_link': _link('Worst acceptable connection between every GPU pair: NV<n> needs at least n bonded '
+                                               'NVLinks; otherwise PIX > PXB > PHB > NODE > SYS.'),
+                        'pairs': {'type': 'map', 'default': {}, 'description': 'Per-pair exceptions, e.g. "0-1": NV12.',
+                                  'key': {'type': 'str', 'pattern': r'^[0-9]+-[0-9]+$', 'description': '"<gpu>-<gpu>"'},
+                                  'values': _link('Worst acceptable connection for this pair.')},
+                        'nic_link': _link('Every GPU must reach at least one NIC over this path or better (GPUDirect RDMA).'),
+                    },
+                },
+                'nvlink': {
+                    'type': 'dict', 'description': 'nvidia-smi nvlink --status expectations.',
+                    'keys': {
+                        'links_per_gpu': {'type': 'int', 'required': True, 'min': 0, 'description': 'Active NVLinks per GPU.'},
+                        'speed_gbps_min': {'type': 'float', 'min': 0,
+                                           'description': 'Minimum speed of every active link, GB/s as nvidia-smi prints it.'},
+                    },
+                },
+                'ecc_errors': {
+                    'type': 'dict', 'default': {}, 'description': 'ECC error counter thresholds (null turns one off).',
+                    'keys': {
+                        'volatile_uncorrectable_max': {'type': 'int', 'min': 0, 'default': 0,
+                                                       'description': 'Uncorrectable errors since the last driver load.'},
+                        'aggregate_uncorrectable_max': {'type': 'int', 'min': 0, 'default': 0,
+                                                        'description': 'Uncorrectable errors over the GPU lifetime.'},
+                        'volatile_correctable_warn_above': {'type': 'int', 'min': 0,
+                                                            'description': 'Warn above this many correctable errors since driver load.'},
+                        'aggregate_correctable_warn_above': {'type': 'int', 'min': 0,
+                                                             'description': 'Warn above this many lifetime correctable errors.'},
+                    },
+                },
+                'retired_pages_max': {'type': 'int', 'min': 0,
+                                      'description': 'Fail above this many retired pages (GPUs with page retirement, pre-A100).'},
+                'clock_event_reasons': {
+                    'type': 'dict', 'default': {}, 'description': 'Active clock event (throttle) reasons.',
+                    'keys': {
+                        'fail': {'type': 'list', 'default': ['hw_slowdown', 'hw_thermal_slowdown', 'hw_power_brake_slowdown'],
+                                 'elements': {'type': 'str', 'choices': list(CLOCK_EVENT_REASONS)},
+                                 'description': 'Reasons that fail the GPU.'},
+                        'warn': {'type': 'list', 'default': ['sw_thermal_slowdown'],
+                                 'elements': {'type': 'str', 'choices': list(CLOCK_EVENT_REASONS)},
+                                 'description': 'Reasons that warn.'},
+                    },
+                },
+                'xid': {
+                    'type': 'dict', 'default': {}, 'description': 'Kernel-log Xid events.',
+                    'keys': {
+                        'fatal': {'type': 'list', 'elements': _XID_ENTRY, 'default': DEFAULT_XID_FATAL,
+                                  'description': 'Xids that fail the GPU (default: built-in catalog).'},
+                        'warn': {'type': 'list', 'elements': _XID_ENTRY, 'default': DEFAULT_XID_WARN,
+                                 'description': 'Xids that warn with a known reason; any other Xid also warns.'},
+                        'ignore': {'type': 'list', 'default': [], 'elements': {'type': 'int', 'min': 1},
+                                   'description': 'Xids to ignore.'},
+                    },
+                    'check': 'xid_lists',
+                },
+            },
+        },
+        'infiniband': {
+            'type': 'dict', 'description': 'InfiniBand (or RoCE) HCAs as ibstat reports them. Omit on nodes without.',
+            'keys': {
+                'ports_min': {'type': 'int', 'required': True, 'min': 0,
+                              'description': 'Ports (with this link layer) that must be up at the rate.'},
+                'rate_gbps_min': {'type': 'float', 'min': 0, 'description': 'Minimum port rate, Gb/s (NDR 400, HDR 200).'},
+                'link_layer': {'type': 'str', 'default': 'InfiniBand', 'choices': ['InfiniBand', 'Ethernet'],
+                               'description': 'Link layer of the ports that count.'},
+                'state': {'type': 'str', 'default': 'Active', 'description': 'Required logical port state.'},
+                'physical_state': {'type': 'str', 'default': 'LinkUp', 'description': 'Required physical port state.'},
+                'ca_type': {'type': 'str', 'description': 'Required CA type (MT4129 = ConnectX-7, MT4123 = ConnectX-6).'},
+                'ca_names': {'type': 'list', 'default': ['*'], 'elements': {'type': 'str'}, 'min_items': 1,
+                             'description': 'Globs of the CA names that count (e.g. compute HCAs only).'},
+                'counters_max': {'type': 'map', 'default': {}, 'description': 'Warn when a port error counter exceeds this.',
+                                 'key': {'type': 'str', 'description': 'sysfs counter name'},
+                                 'values': {'type': 'int', 'min': 0}},
+            },
+        },
+        'network': {
+            'type': 'dict', 'description': 'Ethernet interfaces and RoCE.',
+            'keys': {
+                'interfaces': {
+                    'type': 'map', 'default': {}, 'description': 'Interfaces by name or glob.',
+                    'key': {'type': 'str', 'description': 'interface name or glob'},
+                    'values': {
+                        'type': 'dict', 'description': 'Expectations for every matching interface.',
+                        'keys': {
+                            'required': {'type': 'bool', 'default': True, 'description': 'At least one interface must match.'},
+                            'mtu': {'type': 'int', 'min': 68, 'description': 'Exact MTU.'},
+                            'speed_mbps_min': {'type': 'int', 'min': 1, 'description': 'Minimum link speed, Mb/s (ethtool).'},
+                            'link_detected': {'type': 'bool', 'default': True, 'description': 'Require a link (and operstate UP).'},
+                        },
+                    },
+                },
+                'roce': {
+                    'type': 'dict', 'description': 'RoCE lossless settings.',
+                    'keys': {
+                        'interfaces': {'type': 'list', 'required': True, 'min_items': 1, 'elements': {'type': 'str'},
+                                       'description': 'Names or globs of the RoCE interfaces.'},
+                        'pfc_priority': {'type': 'int', 'required': True, 'min': 0, 'max': 7,
+                                         'description': 'Priority that must have PFC (and ECN) enabled.'},
+                        'ecn': {'type': 'bool', 'default': True, 'description': 'ECN (roce_np and roce_rp) on that priority.'},
+                        'trust': {'type': 'str', 'choices': ['dscp', 'pcp'], 'description': 'QoS trust mode, when reported.'},
+                    },
+                },
+            },
+        },
+        'host': {
+            'type': 'dict', 'description': 'Operating system and node settings.',
+            'keys': {
+                'kernel_modules_required': {'type': 'list', 'default': [], 'elements': {'type': 'str'},
+                                            'description': 'Modules that must be loaded (- and _ are the same).'},
+                'time': {
+                    'type': 'dict', 'description': 'Clock synchronisation (chrony).',
+                    'keys': {
+                        'require_synchronised': {'type': 'bool', 'default': True, 'description': 'chrony must be synchronised.'},
+                        'max_offset_ms': {'type': 'float', 'min': 0, 'description': 'Warn above this absolute offset, ms.'},
+                    },
+                },
+                'memlock_unlimited': {'type': 'bool', 'default': False, 'description': 'ulimit -l must be unlimited (RDMA).'},
+                'disks': {
+                    'type': 'list', 'default': [], 'description': 'Free space.',
+                    'elements': {
+                        'type': 'dict', 'description': 'One path.',
+                        'keys': {
+                            'path': {'type': 'str', 'required': True, 'pattern': r'^/', 'description': 'Absolute path.'},
+                            'min_free_gb': {'type': 'float', 'required': True, 'min': 0,
+                                            'description': 'Minimum free space, GB (10^9 bytes).'},
+                        },
+                    },
+                },
+                'ports_must_be_free': {'type': 'list', 'default': [], 'elements': {'type': 'port'},
+                                       'description': 'Ports nothing may listen on: 29500 (tcp) or "5353/udp".'},
+                'pcie_acs_must_be_disabled': {'type': 'bool', 'default': False,
+                                              'description': 'No PCIe bridge may have ACS redirection enabled (GPUDirect P2P/RDMA).'},
+                'os': {
+                    'type': 'dict', 'description': 'Allowed operating systems.',
+                    'keys': {
+                        'ids': {'type': 'list', 'required': True, 'min_items': 1, 'elements': {'type': 'str'},
+                                'description': 'Allowed os-release ID values (ubuntu, debian, rocky, rhel, ...).'},
+                        'versions': {'type': 'map', 'default': {}, 'description': 'Allowed VERSION_ID prefixes per ID.',
+                                     'key': {'type': 'str', 'description': 'os-release ID'},
+                                     'values': {'type': 'list', 'min_items': 1, 'elements': {'type': 'version'}}},
+                    },
+                },
+            },
+        },
+        'software': {
+            'type': 'dict', 'description': 'Driver and library versions.',
+            'keys': {
+                'driver_version': {'type': 'version', 'description': 'NVIDIA driver. ' + _VERSION_PATTERN_DOC},
+                'driver_version_min': {'type': 'version', 'description': 'Minimum NVIDIA driver version.'},
+                'cuda_driver_version_min': {'type': 'version', 'description': 'Minimum CUDA version the driver supports.'},
+                'cuda_toolkit_version': {'type': 'version', 'description': 'CUDA toolkit (nvcc). ' + _VERSION_PATTERN_DOC},
+                'cuda_toolkit_version_min': {'type': 'version', 'description': 'Minimum CUDA toolkit version.'},
+                'nccl_version': {'type': 'version', 'description': 'NCCL library. ' + _VERSION_PATTERN_DOC},
+                'nccl_version_min': {'type': 'version', 'description': 'Minimum NCCL version.'},
+            },
+        },
+        'collectives': {
+            'type': 'map', 'description': 'Expected nccl-tests bus bandwidth (validated only; no check reads it yet).',
+            'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
+            'values': {
+                'type': 'dict', 'description': 'One collective.',
+                'keys': {
+                    'curve': {
+                        'type': 'list', 'required': True, 'min_items': 1, 'check': 'curve_sorted',
+                        'description': 'From min_bytes upward, busbw must reach busbw_gbps_min.',
+                        'elements': {
+                            'type': 'dict', 'description': 'One point.',
+                            'keys': {
+                                'min_bytes': {'type': 'int', 'required': True, 'min': 1, 'description': 'Message size, bytes.'},
+                                'busbw_gbps_min': {'type': 'float', 'required': True, 'min': 0,
+                                                   'description': 'Bus bandwidth, GB/s as nccl-tests prints it.'},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        'checks': {
+            'type': 'dict', 'default': {}, 'description': 'Site overrides of the checks (docs/checks.md).',
+            'keys': {
+                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str'}, 'check': 'check_ids',
+                            'description': 'Check ids or globs ("ib.*") whose findings are dropped.'},
+                'severity': {'type': 'map', 'default': {}, 'description': 'Check id or glob -> fail | warn | info.',
+                             'key': {'type': 'str', 'description': 'check id or glob', 'check': 'check_id'},
+                             'values': {'type': 'str', 'choices': list(SEVERITIES)}},
+            },
+        },
+    },
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation.
+
+_TYPE_NAMES = {
+    'dict': 'a mapping', 'map': 'a mapping', 'list': 'a list', 'str': 'a string', 'int': 'an integer',
+    'float': 'a number', 'bool': 'a boolean (true/false)', 'version': 'a quoted version string',
+    'port': 'a port number or "PORT/tcp|udp"', 'link': 'a topology link (NV18, PIX, PXB, PHB, NODE, SYS)',
+}
+
+
+def _type_name(value):
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'bool (%s)' % ('true' if value else 'false')
+    if isinstance(value, dict):
+        return 'mapping'
+    if isinstance(value, (list, tuple)):
+        return 'list'
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + '...'
+    return '%s (%s)' % (type(value).__name__, text)
+
+
+def _join(prefix, key):
+    return '%s.%s' % (prefix, key) if prefix else str(key)
+
+
+def _suggest(word, candidates):
+    match = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+class _Ctx(object):
+    def __init__(self, path, partial):
+        self.path = path
+        self.partial = partial
+
+    def error(self, key, reason):
+        raise ProfileError(self.path, key or '<top>', reason)
+
+
+def _wrong_type(ctx, key, spec, value):
+    ctx.error(key, 'expected %s, got %s' % (_TYPE_NAMES[spec['type']], _type_name(value)))
+
+
+def _check_choices(ctx, key, spec, value):
+    choices = spec.get('choices')
+    if choices is not None and value not in choices:
+        hint = _suggest(value, choices)
+        ctx.error(key, '%r is not one of %s%s' % (value, ', '.join(repr(c) for c in choices),
+                                                 "; did you mean %r?" % hint if hint else ''))
+
+
+def _check_range(ctx, key, spec, value):
+    if 'min' in spec and value < spec['min']:
+        ctx.error(key, 'must be at least %s, got %s' % (spec['min'], value))
+    if 'max' in spec and value > spec['max']:
+        ctx.error(key, 'must be at most %s, got %s' % (spec['max'], value))
+
+
+def _scalar(ctx, key, spec, value):
+    kind = spec['type']
+    if kind == 'bool':
+        if not isinstance(value, bool):
+            _wrong_type(ctx, key, spec, value)
+    elif kind == 'int':
+        if isinstance(value, bool) or not isinstance(value, int):
+            _wrong_type(ctx, key, spec, value)
+        _check_range(ctx, key, spec, value)
+    elif kind == 'float':
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            _wrong_type(ctx, key, spec, value)
+        value = float(value)
+        _check_range(ctx, key, spec, value)
+    elif kind == 'str':
+        if not isinstance(value, str):
+            _wrong_type(ctx, key, spec, value)
+        if 'pattern' in spec and not re.search(spec['pattern'], value):
+            ctx.error(key, '%r does not match %s' % (value, spec['pattern']))
+    elif kind == 'version':
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            ctx.error(key, 'expected a quoted version string, got the number %r: write "%s" with quotes '
+                           '(YAML reads 12.10 as the number 12.1)' % (value, value))
+        if not isinstance(value, str) or not value.strip():
+            _wrong_type(ctx, key, spec, value)
+        value = value.strip()
+    elif kind == 'link':
+        if not isinstance(value, str):
+            _wrong_type(ctx, key, spec, value)
+        value = value.strip().upper()
+        if not re.match(LINK_PATTERN, value):
+            ctx.error(key, '%r is not a topology link: use NV<n>, PIX, PXB, PHB, NODE or SYS' % value)
+    elif kind == 'port':
+        value = _port(ctx, key, value)
+    _check_choices(ctx, key, spec, value)
+    return value
+
+
+def _port(ctx, key, value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        number, proto = value, 'tcp'
+    elif isinstance(value, str) and re.match(r'^\s*[0-9]+\s*(/\s*(tcp|udp)\s*)?$', value, re.I):
+        parts = value.replace(' ', '').lower().split('/')
+        number, proto = int(parts[0]), (parts[1] if len(parts) > 1 else 'tcp')
+    else:
+        ctx.error(key, 'expected a port number or "PORT/tcp|udp", got %s' % _type_name(value))
+    if not 1 <= number <= 65535:
+        ctx.error(key, 'port %s is outside 1-65535' % number)
+    return '%d/%s' % (number, proto)
+
+
+def _validate(ctx, key, spec, value):
+    kind = spec['type']
+    if kind == 'dict':
+        value = _validate_dict(ctx, key, spec, value)
+    elif kind == 'map':
+        value = _validate_map(ctx, key, spec, value)
+    elif kind == 'list':
+        if not isinstance(value, (list, tuple)):
+            _wrong_type(ctx, key, spec, value)
+        if len(value) < spec.get('min_items', 0):
+            ctx.error(key, 'needs at least %d item(s)' % spec['min_items'])
+        value = [_validate(ctx, '%s[%d]' % (key, i), spec['elements'], item) for i, item in enumerate(value)]
+    else:
+        value = _scalar(ctx, key, spec, value)
+    if 'check' in spec:
+        _EXTRA_CHECKS[spec['check']](ctx, key, value)
+    return value
+
+
+def _validate_dict(ctx, key, spec, value):
+    if not isinstance(value, dict):
+        _wrong_type(ctx, key, spec, value)
+    keys = spec['keys']
+    out = {}
+    for name in value:
+        if name not in keys:
+            hint = _suggest(name, keys)
+            reason = 'unknown key %r' % (name,)
+            reason += "; did you mean %r?" % hint if hint else ' (valid keys: %s)' % ', '.join(sorted(keys))
+            ctx.error(_join(key, name), reason)
+    for name in keys:
+        sub = keys[name]
+        item = value.get(name)
+        if item is None:
+            if ctx.partial:
+                continue
+            if sub.get('required'):
+                ctx.error(_join(key, name), 'missing required key %r' % name)
+            if 'default' not in sub:
+                continue
+            item = copy.deepcopy(sub['default'])
+            if item is None:
+                out[name] = None
+                continue
+        out[name] = _validate(ctx, _join(key, name), sub, item)
+    if not ctx.partial:
+        for name in keys:
+            out.setdefault(name, None)
+    return out
+
+
+def _validate_map(ctx, key, spec, value):
+    if not isinstance(value, dict):
+        _wrong_type(ctx, key, spec, value)
+    out = {}
+    kspec = spec.get('key', {'type': 'str'})
+    for name in value:
+        where = _join(key, name)
+        if not isinstance(name, str):
+            ctx.error(where, 'keys must be strings, got %s' % _type_name(name))
+        if 'choices' in kspec and name not in kspec['choices']:
+            hint = _suggest(name, kspec['choices'])
+            ctx.error(where, 'unknown key %r%s' % (name, "; did you mean %r?" % hint if hint else
+                                                    ' (valid keys: %s)' % ', '.join(kspec['choices'])))
+        if 'pattern' in kspec and not re.search(kspec['pattern'], name):
+            ctx.error(where, 'key %r does not match %s' % (name, kspec['pattern']))
+        if 'check' in kspec:
+            _EXTRA_CHECKS[kspec['check']](ctx, where, name)
+        item = value[name]
+        if item is None:
+            if ctx.partial:
+                out[name] = None
+                continue
+            ctx.error(where, 'expected %s, got null' % _TYPE_NAMES[spec['values']['type']])
+        out[name] = _validate(ctx, where, spec['values'], item)
+    return out
+
+
+def _check_xid_lists(ctx, key, value):
+    seen = {}
+    for group in ('fatal', 'warn'):
+        for i, entry in enumerate(value.get(group) or []):
+            xid = entry['xid']
+            if xid in seen:
+                ctx.error('%s.%s[%d].xid' % (key, group, i), 'Xid %d is already listed under %s' % (xid, seen[xid]))
+            seen[xid] = group
+
+
+def _check_curve_sorted(ctx, key, value):
+    sizes = [point['min_bytes'] for point in value if point and point.get('min_bytes') is not None]
+    if sizes != sorted(set(sizes)):
+        ctx.error(key, 'points must be sorted by min_bytes, ascending and without repeats (got %s)' % sizes)
+
+
+def _known_check_ids():
+    from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import CHECKS
+    return sorted(CHECKS)
+
+
+def _check_one_id(ctx, key, pattern):
+    ids = _known_check_ids()
+    if not any(fnmatch.fnmatchcase(cid, pattern) for cid in ids):
+        hint = _suggest(pattern, ids)
+        ctx.error(key, 'no check id matches %r%s (see docs/checks.md)' % (pattern, "; did you mean %r?" % hint if hint else ''))
+
+
+def _check_ids(ctx, key, value):
+    for i, pattern in enumerate(value):
+        _check_one_id(ctx, '%s[%d]' % (key, i), pattern)
+
+
+_EXTRA_CHECKS = {
+    'xid_lists': _check_xid_lists,
+    'curve_sorted': _check_curve_sorted,
+    'check_ids': _check_ids,
+    'check_id': _check_one_id,
+}
+
+
+def validate_profile(data, path='<profile>'):
+    """Validate a loaded profile and return a normalised deep copy.
+
+    Every key of the schema is present in the result (``None`` where unset and without default);
+    optional sections the profile leaves out (``gpu``, ``infiniband``, ...) are ``None``.
+    Raises ``ProfileError(path, dotted_key, reason)``.
+    """
+    if not isinstance(data, dict):
+        raise ProfileError(path, None, 'a profile must be a mapping, got %s' % _type_name(data))
+    return _validate(_Ctx(path, partial=False), '', SCHEMA, data)
+
+
+def check_override(data, path='<override>'):
+    """Validate a partial profile (an inventory override): keys, types and choices, no required keys."""
+    if not isinstance(data, dict):
+        raise ProfileError(path, None, 'an override must be a mapping, got %s' % _type_name(data))
+    return _validate(_Ctx(path, partial=True), '', SCHEMA, data)
+
+
+def _merge(base, override):
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return copy.deepcopy(override)
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def merge_profile(base, override, path='<override>'):
+    """Deep-merge ``override`` into ``base`` and return the validated result.
+
+    Mappings merge key by key; lists and scalars replace. A ``null`` value resets a key to its
+    default (or removes an optional section). Used for ``xuanwu_profile_overrides`` set on inventory
+    groups and hosts; ``path`` names the override in error messages.
+    """
+    if override is None:
+        override = {}
+    check_override(override, path)
+    merged = _merge(base if isinstance(base, dict) else {}, override)
+    return validate_profile(_drop_nones(merged), path)
+
+
+def _drop_nones(value):
+    if isinstance(value, dict):
+        return dict((k, _drop_nones(v)) for k, v in value.items() if v is not None)
+    if isinstance(value, list):
+        return [_drop_nones(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Documentation.
+
+def _fmt_default(value):
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return '`%s`' % ('true' if value else 'false')
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return 'built-in list (%d)' % len(value)
+    if isinstance(value, (list, dict)) and not value:
+        return '`%s`' % ('[]' if isinstance(value, list) else '{}')
+    if isinstance(value, list):
+        return '`[%s]`' % ', '.join(str(v) for v in value)
+    return '`%s`' % (value,)
+
+
+def _fmt_type(spec):
+    kind = spec['type']
+    if kind == 'list':
+        inner = spec['elements']
+        return 'list of %s' % ('mappings' if inner['type'] == 'dict' else _fmt_type(inner))
+    if kind == 'map':
+        return 'mapping of %s' % ('mappings' if spec['values']['type'] == 'dict' else _fmt_type(spec['values']))
+    text = {'dict': 'mapping', 'version': 'version string'}.get(kind, kind)
+    extras = []
+    if spec.get('choices'):
+        extras.append(' / '.join('`%s`' % c for c in spec['choices']))
+    if 'min' in spec or 'max' in spec:
+        extras.append('%s..%s' % (spec.get('min', ''), spec.get('max', '')))
+    return text + (' (%s)' % ', '.join(extras) if extras else '')
+
+
+def _doc_rows(key, spec, rows):
+    kind = spec['type']
+    if key:
+        rows.append('| `%s` | %s | %s | %s | %s |' % (
+            key, _fmt_type(spec), 'yes' if spec.get('required') else '', _fmt_default(spec.get('default')),
+            spec.get('description', '').replace('|', '\\|')))
+    if kind == 'dict':
+        for name in spec['keys']:
+            _doc_rows(_join(key, name), spec['keys'][name], rows)
+    elif kind == 'map' and spec['values']['type'] in ('dict', 'list'):
+        _doc_rows('%s.<%s>' % (key, spec.get('key', {}).get('description', 'key')), spec['values'], rows)
+    elif kind == 'list' and spec['elements']['type'] == 'dict':
+        _doc_rows(key + '[]', spec['elements'], rows)
+
+
+def schema_markdown():
+    """Render SCHEMA as the Markdown of docs/profiles.md."""
+    out = [
+        '# Hardware profiles (schema version %d)' % SCHEMA_VERSION,
+        '',
+        '<!-- Generated from plugins/module_utils/_profile.py (schema_markdown); do not edit by hand. -->',
+        '',
+        'A profile (`profiles/<name>.yml`) describes one node type: what the checks (docs/checks.md)',
+        'compare the facts (docs/facts.md) against. Sections that a profile leaves out are not checked.',
+        'Inventory groups and hosts can adjust a profile with `xuanwu_profile_overrides`: mappings merge',
+        'key by key, lists and scalars replace, `null` resets a key to its default or drops a section.',
+        '',
+        'Rules that apply everywhere:',
+        '',
+        '- Unknown keys are errors (with a "did you mean" suggestion); so are wrong types and values',
+        '  outside the listed choices.',
+        '- Versions are strings: quote them (`"13.0"`, not `13.0`). A version pattern matches a version',
+        '  that starts with its components (`"580"` and `"580."` match 580.159.04, `"2.28"` does not match',
+        '  2.2.1) or is a glob (`"580.*"`); `*_min` keys compare numerically, component by component.',
+        '- Topology links: `NV<n>` means at least n bonded NVLinks; PCIe paths rank',
+        '  PIX > PXB > PHB > NODE > SYS (the `nvidia-smi topo -m` legend). Any NVLink beats any PCIe path.',
+        '- Units are in the key: `_mib`, `_gb` (10^9 bytes), `_mbps` (Mb/s), `rate_gbps` (Gb/s, as',
+        '  ibstat prints it), `speed_gbps` and `busbw_gbps` (GB/s, as nvidia-smi and nccl-tests print them).',
+        '',
+    ]
+    for name in SCHEMA['keys']:
+        spec = SCHEMA['keys'][name]
+        out.append('## `%s`' % name)
+        out.append('')
+        out.append(spec.get('description', ''))
+        out.append('')
+        out.append('| key | type | required | default | description |')
+        out.append('|---|---|---|---|---|')
+        rows = []
+        _doc_rows(name, spec, rows)
+        out.extend(rows)
+        out.append('')
+    out.append('## Built-in Xid classification')
+    out.append('')
+    out.append('Used when a profile has no `gpu.xid` lists. An Xid in neither list warns.')
+    out.append('')
+    out.append('| Xid | class | reason |')
+    out.append('|---|---|---|')
+    for group, entries in (('fatal', DEFAULT_XID_FATAL), ('warn', DEFAULT_XID_WARN)):
+        for entry in entries:
+            out.append('| %d | %s | %s |' % (entry['xid'], group, entry['reason']))
+    out.append('')
+    return '\n'.join(out)
