@@ -93,7 +93,8 @@ if [ "$rc" -eq 0 ]; then
     echo "result: passed"
 else
     echo "result: FAILED (exit $rc)"
-    grep -E '^ERROR: Found [0-9]+ .* issue|^ERROR: The [0-9]+ sanity test|^ERROR: .* sanity test' "$WORK/sanity.log" || true
+    grep -E '^ERROR: (Found [0-9]+ |Command )' "$WORK/sanity.log" || true
+    awk '/^FATAL: The [0-9]+ sanity test/ {p = 1} p' "$WORK/sanity.log"
     if [ -d "$TREE/tests/output/bot" ]; then
         mkdir -p tests/output
         rm -rf tests/output/sanity-bot
