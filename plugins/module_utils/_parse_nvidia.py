@@ -59,6 +59,11 @@ def _guarded(source):
     return decorate
 
 
+# Messages nvidia-smi mixes into its output (stderr merged into stdout) while still printing the GPUs
+# it can reach: a GPU that fell off the bus, a corrupted infoROM. They are not rows; they are skipped.
+_NOISE = re.compile(r'^\s*(?:Unable to determine the device handle for\b|WARNING:|Warning:)')
+
+
 def _is_na(value):
     if value is None:
         return True
@@ -169,11 +174,13 @@ def parse_query_gpu(text, fields=None):
     Returns a list of device dicts ordered by index: index, name, uuid, bus_id (as printed),
     driver_version, memory_total_mib, pcie_gen_current, pcie_gen_max, pcie_width_current,
     pcie_width_max, persistence_mode (bool), ecc_mode (bool), clocks_max_sm_mhz.
-    ``No devices were found`` (and empty text) gives ``[]``.
+    ``No devices were found`` (and empty text) gives ``[]``. Lines such as ``Unable to determine the
+    device handle for GPU3: 0000:04:00.0: Unknown Error`` (a GPU that fell off the bus, printed
+    among the rows of the GPUs that still answer) are skipped: that GPU is not in the list.
     """
     source = _QUERY_SOURCE
     text = _text(source, text)
-    lines = [line.strip() for line in text.split('\n') if line.strip()]
+    lines = [line.strip() for line in text.split('\n') if line.strip() and not _NOISE.match(line)]
     if not lines or (len(lines) == 1 and lines[0].lower().startswith('no devices were found')):
         return []
     first = [tok.strip() for tok in lines[0].split(',')]
@@ -484,7 +491,7 @@ def parse_topo_matrix(text):
         return result
     header_at = None
     for number, line in enumerate(lines):
-        if not line.strip():
+        if not line.strip() or _NOISE.match(line):
             continue
         tokens = line.split()
         if tokens[0] in ('GPU0', 'NIC0') or (line[:1] in ' \t' and tokens[0].startswith('GPU')):
@@ -586,7 +593,7 @@ def parse_nvlink_status(text):
     current = None
     for line in text.split('\n'):
         stripped = line.strip()
-        if not stripped:
+        if not stripped or _NOISE.match(line):
             continue
         gpu = _NVLINK_GPU.match(stripped)
         if gpu:

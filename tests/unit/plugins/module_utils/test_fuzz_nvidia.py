@@ -55,7 +55,7 @@ def mutated(draw, key):
         return text[:draw(st.integers(0, len(text)))]
     if how == 'lines':
         lines = text.split('\n')
-        for _ in range(draw(st.integers(1, 4))):
+        for dummy in range(draw(st.integers(1, 4))):
             if not lines:
                 break
             at = draw(st.integers(0, len(lines) - 1))
@@ -74,7 +74,7 @@ def mutated(draw, key):
         return '\n'.join(lines)
     if how == 'bytes':
         chars = list(text)
-        for _ in range(draw(st.integers(1, 8))):
+        for dummy in range(draw(st.integers(1, 8))):
             if not chars:
                 break
             at = draw(st.integers(0, len(chars) - 1))
