@@ -34,6 +34,15 @@ if [ ! -x "$GPU_VENV/bin/ansible-playbook" ]; then
     echo "[gpu-host] creating $GPU_VENV from $("$PYTHON" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
     rm -rf "$GPU_VENV"
     "$PYTHON" -m venv --system-site-packages "$GPU_VENV"
+    # When PYTHON is itself a venv (torch is often installed in one), --system-site-packages
+    # only reaches the base interpreter's packages: add that venv's site-packages through a
+    # .pth file. They come after the new venv's own packages on sys.path.
+    parent_site="$("$PYTHON" -c 'import site, sys; print("\n".join(site.getsitepackages()) if sys.prefix != sys.base_prefix else "")')"
+    if [ -n "$parent_site" ]; then
+        own_site="$("$GPU_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+        printf '%s\n' "$parent_site" > "$own_site/xuanwu_host_site.pth"
+        echo "[gpu-host] packages of $PYTHON's venv stay visible: $(echo "$parent_site" | tr '\n' ' ')"
+    fi
     pkgs=(ansible-core)
     ls "$WHEELS"/ansible-[0-9]*.whl >/dev/null 2>&1 && pkgs+=(ansible)
     # --ignore-installed: the venv gets its own copies even where the host Python already has
