@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fault isolation: one rank of a collective loop dies; the others must end with an error, in bounded
+time, instead of hanging.
+
+Run it under the PyTorch launcher (fault_isolation_launch.py does that with a hard time bound)::
+
+    python -m torch.distributed.run --nproc-per-node 8 fault_isolation.py --victim-rank 3 --kill-after-iters 5
+
+Every rank runs all-reduces in a loop. After --kill-after-iters iterations the rank --victim-rank
+kills itself (SIGKILL, or os._exit with --kill-mode exit): no clean shutdown, like a crashed process
+or a lost node; with --kill-mode hang it stays alive but stops taking part (a stuck GPU or process),
+which only the collective timeout can detect. The survivors are set up to fail fast: the process-group timeout is
+--collective-timeout-s (default a third of --bound-s), and for NCCL the environment asks for
+asynchronous error handling and blocking waits (TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
+TORCH_NCCL_BLOCKING_WAIT=1 and their older NCCL_* names) unless the caller set them.
+
+Each survivor prints one line ``XUANWU_RESULT {json}``::
+
+    {"rank", "victim_rank", "error", "error_type", "seconds_to_error", "iterations", "backend",
+     "world_size", "ended_with_error"}
+
+``seconds_to_error`` counts from the end of the last collective that completed to the error (or to
+the launcher's SIGTERM, which also counts as an error: the launcher tore the job down). A survivor
+exits 1 when it saw the error (the expected outcome) and 3 when its loop finished without one.
+Needs only torch and the standard library (Python 3.8+).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+
+RESULT_TAG = 'XUANWU_RESULT'
+NCCL_ENV = {
+    'TORCH_NCCL_ASYNC_ERROR_HANDLING': '1',
+    'NCCL_ASYNC_ERROR_HANDLING': '1',
+    'TORCH_NCCL_BLOCKING_WAIT': '1',
+    'NCCL_BLOCKING_WAIT': '1',
+}
+STATE = {'reported': False, 'last_ok': None, 'iterations': 0, 'base': {}}
+
+
+def emit(result):
+    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
+    sys.stdout.flush()
+
+
+def report(error, error_type):
+    if STATE['reported']:
+        return
+    STATE['reported'] = True
+    now = time.monotonic()
+    last = STATE['last_ok']
+    result = dict(STATE['base'])
+    result.update({
+        'error': error,
+        'error_type': error_type,
+        'ended_with_error': error is not None,
+        'seconds_to_error': round(now - last, 3) if (error is not None and last is not None) else None,
+        'iterations': STATE['iterations'],
+    })
+    emit(result)
+
+
+def on_sigterm(signum, _frame):
+    report('terminated by the launcher (signal %d) before the collective failed' % signum, 'Terminated')
+    os._exit(1)
+
+
+def pick_backend(torch, dist, wanted):
+    if wanted != 'auto':
+        return wanted
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        return 'nccl'
+    return 'gloo'
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--victim-rank', type=int, default=1)
+    parser.add_argument('--kill-after-iters', type=int, default=5)
+    parser.add_argument('--kill-mode', choices=('sigkill', 'exit', 'hang'), default='sigkill',
+                        help='hang: the victim stops taking part but stays alive (a stuck GPU or process)')
+    parser.add_argument('--bound-s', type=float, default=120.0, help='the survivors must fail within this')
+    parser.add_argument('--collective-timeout-s', type=float, default=None, help='default: bound-s / 3')
+    parser.add_argument('--max-iters', type=int, default=1000000)
+    parser.add_argument('--size-bytes', type=int, default=1 << 20)
+    parser.add_argument('--backend', choices=('auto', 'nccl', 'gloo'), default='auto')
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    timeout_s = args.collective_timeout_s if args.collective_timeout_s else max(1.0, args.bound_s / 3.0)
+    for key, value in NCCL_ENV.items():
+        os.environ.setdefault(key, value)
+    signal.signal(signal.SIGTERM, on_sigterm)
+    import torch
+    import torch.distributed as dist
+
+    backend = pick_backend(torch, dist, args.backend)
+    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
+    if backend == 'nccl':
+        torch.cuda.set_device(local_rank)
+        device = torch.device('cuda', local_rank)
+    else:
+        device = torch.device('cpu')
+    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if not 0 <= args.victim_rank < world:
+        raise SystemExit('--victim-rank %d is not a rank of this job (world size %d)' % (args.victim_rank, world))
+    STATE['base'] = {'rank': rank, 'victim_rank': args.victim_rank, 'backend': backend, 'world_size': world,
+                     'collective_timeout_s': timeout_s, 'host': os.uname()[1]}
+    tensor = torch.ones(max(1, args.size_bytes // 4), dtype=torch.float32, device=device)
+    STATE['last_ok'] = time.monotonic()
+    try:
+        for i in range(args.max_iters):
+            if rank == args.victim_rank and i == args.kill_after_iters:
+                sys.stdout.flush()
+                sys.stderr.write('rank %d on %s: %s after %d iterations\n' % (
+                    rank, os.uname()[1], 'hanging' if args.kill_mode == 'hang' else 'killing itself', i))
+                sys.stderr.flush()
+                if args.kill_mode == 'exit':
+                    os._exit(137)
+                if args.kill_mode == 'hang':
+                    while True:
+                        time.sleep(3600)
+                os.kill(os.getpid(), signal.SIGKILL)
+            work = dist.all_reduce(tensor, async_op=True)
+            work.wait()
+            if device.type == 'cuda':
+                torch.cuda.synchronize(device)
+            STATE['iterations'] = i + 1
+            STATE['last_ok'] = time.monotonic()
+    except Exception as exc:  # pylint: disable=broad-except
+        traceback.print_exc()
+        report(str(exc).strip().split('\n')[0][:500], type(exc).__name__)
+        sys.stdout.flush()
+        os._exit(1)   # no clean shutdown: the group is broken, destroy/abort can block
+    report(None, None)
+    return 3
+
+
+if __name__ == '__main__':
+    sys.exit(main())
