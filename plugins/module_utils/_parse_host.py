@@ -558,6 +558,7 @@ def parse_lspci_acs(text):
 _NCCL_BANNER_RE = re.compile(r'NCCL version ([0-9]+)\.([0-9]+)\.([0-9]+)')
 _NCCL_DOTTED_RE = re.compile(r'^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+][0-9A-Za-z.+-]*)?$')
 _NCCL_CODE_RE = re.compile(r'^[0-9]{4,6}$')
+_NCCL_TUPLE_RE = re.compile(r'\(([0-9]+), ?([0-9]+), ?([0-9]+)\)')
 
 
 def parse_nccl_version(text):
@@ -565,8 +566,10 @@ def parse_nccl_version(text):
 
     Accepts the ``ncclGetVersion`` integer (``22809`` -> ``2.28.9``: major*10000+minor*100+patch
     since NCCL 2.9; ``2708`` -> ``2.7.8``: major*1000+minor*100+patch before), a dotted version
-    (``2.28.9``, ``2.28.9-1+cuda13.0``) or any text with an ``NCCL version 2.28.9+cuda13.0``
-    banner (NCCL_DEBUG=INFO). Empty text (library not found) is ``None``.
+    (``2.28.9``, ``2.28.9-1+cuda13.0``), any text with an ``NCCL version 2.28.9+cuda13.0``
+    banner (NCCL_DEBUG=INFO), or the ``(2, 28, 9)`` tuple that ``torch.cuda.nccl.version()``
+    returns, alone or within one line (``2.11.0+cu130 13.0 (2, 28, 9) 4``). Empty text (library
+    not found) is ``None``.
     """
     lines = [line.strip() for line in _nonblank(text, 'nccl version')]
     if not lines:
@@ -577,6 +580,9 @@ def parse_nccl_version(text):
             return '%d.%d.%d' % tuple(int(g) for g in match.groups())
     if len(lines) == 1:
         value = lines[0]
+        tuples = _NCCL_TUPLE_RE.findall(value)
+        if len(tuples) == 1:
+            return '%d.%d.%d' % tuple(int(g) for g in tuples[0])
         match = _NCCL_DOTTED_RE.match(value)
         if match:
             return '%d.%d.%d' % tuple(int(g) for g in match.groups())

@@ -55,7 +55,8 @@ CORPUS = {
     host.parse_df: (_derived('host', 'df_'), [], list),
     host.parse_ulimit_memlock: ([os.path.join(VM, 'ulimit_-l.txt')], ['unlimited\n'], dict),
     host.parse_lspci_acs: ([os.path.join(VM, 'lspci_-vvv.txt')] + _derived('host', 'lspci_'), [], dict),
-    host.parse_nccl_version: ([], ['22809\n', '2708', '2.28.9', 'NCCL version 2.28.9+cuda13.0'], (str, type(None))),
+    host.parse_nccl_version: ([os.path.join(H200, 'torch_version.txt')],
+                              ['22809\n', '2708', '2.28.9', 'NCCL version 2.28.9+cuda13.0'], (str, type(None))),
 }
 TEXTS = dict((parser, [_read(path) for path in files] + list(inline)) for parser, (files, inline, dummy) in CORPUS.items())
 PARSERS = sorted(CORPUS, key=lambda parser: parser.__name__)
