@@ -471,8 +471,8 @@ def _check_probes(run):
         check = 'probe.failed' if status == 'failed' else 'probe.parse_error'
         error = record.get('error') or ('exit code %s' % record.get('rc'))
         excerpt = record.get('excerpt')
-        message = 'probe %s (`%s`) %s: %s' % (key, record.get('command'), 'failed' if status == 'failed' else 'output not understood',
-                                               error)
+        what = 'failed' if status == 'failed' else 'output not understood'
+        message = 'probe %s (`%s`) %s: %s' % (key, record.get('command'), what, error)
         if excerpt:
             message += '\n--- output excerpt ---\n%s' % excerpt
         run.add(check, 'probe %s' % key, status, 'ok', message, severity='fail' if relevant else 'warn',

@@ -371,8 +371,8 @@ def _check_choices(ctx, key, spec, value):
     choices = spec.get('choices')
     if choices is not None and value not in choices:
         hint = _suggest(value, choices)
-        ctx.error(key, '%r is not one of %s%s' % (value, ', '.join(repr(c) for c in choices),
-                                                 "; did you mean %r?" % hint if hint else ''))
+        suffix = "; did you mean %r?" % hint if hint else ''
+        ctx.error(key, '%r is not one of %s%s' % (value, ', '.join(repr(c) for c in choices), suffix))
 
 
 def _check_range(ctx, key, spec, value):
@@ -495,8 +495,8 @@ def _validate_map(ctx, key, spec, value):
             ctx.error(where, 'keys must be strings, got %s' % _type_name(name))
         if 'choices' in kspec and name not in kspec['choices']:
             hint = _suggest(name, kspec['choices'])
-            ctx.error(where, 'unknown key %r%s' % (name, "; did you mean %r?" % hint if hint else
-                                                    ' (valid keys: %s)' % ', '.join(kspec['choices'])))
+            suffix = "; did you mean %r?" % hint if hint else ' (valid keys: %s)' % ', '.join(kspec['choices'])
+            ctx.error(where, 'unknown key %r%s' % (name, suffix))
         if 'pattern' in kspec and not re.search(kspec['pattern'], name):
             ctx.error(where, 'key %r does not match %s' % (name, kspec['pattern']))
         if 'check' in kspec:
