@@ -413,7 +413,7 @@ class _Run(object):
                 if isinstance(rec, dict) and (key == prefix or key.startswith(prefix + ':'))]
 
     def add(self, check, component, measured, expected, message, severity=None, **context):
-        key = (check, component, str(measured))
+        key = (check, component, str(measured), str(expected))
         if key in self._seen:
             return
         self._seen.add(key)
@@ -929,7 +929,7 @@ def _check_roce(run, want, name, iface):
     if want['ecn']:
         ecn = roce.get('ecn')
         if not isinstance(ecn, dict):
-            run.not_measured(name, 'ECN configuration', 'cat /sys/class/net/%s/ecn/roce_{np,rp}/enable/%d' % (name, prio))
+            run.not_measured(name, 'ECN configuration', 'cat /sys/class/net/%s/ecn/roce_np/enable/%d (and roce_rp)' % (name, prio))
         else:
             off = [side for side in ('np', 'rp') if (ecn.get(side) or {}).get(str(prio)) is not True]
             if off:

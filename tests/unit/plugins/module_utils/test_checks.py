@@ -743,3 +743,8 @@ def test_every_check_is_documented_with_remediation():
         assert entry['default_severity'] in ('fail', 'warn', 'info'), check
         assert len(entry['remediation']) > 40, check
         assert entry['title'] and entry['component_kind'] and entry['compares'], check
+
+
+def test_each_unmeasured_value_is_reported():
+    findings = run_case('hgx', iface('rdma0', mtu=None, speed_mbps=None))
+    assert sorted(f['expected'] for f in findings if f['check'] == 'facts.not_measured') == ['MTU', 'link speed']
