@@ -75,11 +75,12 @@ CHECKS = {
     'gpu.pcie_link': _c(
         'GPU PCIe link below the minimum', 'gpu<N>', 'fail',
         'devices[].pcie_gen_max >= gpu.pcie.gen_min and pcie_width_current >= gpu.pcie.width_min',
-        'Check `nvidia-smi -q -d PCI -i {index}` and `lspci -vv -s <bus>` (LnkSta vs LnkCap): reseat the GPU or its '
+        'Check `nvidia-smi -q -d PCI -i {index}` and `lspci -vv -s {bus}` (LnkSta vs LnkCap): reseat the GPU or its '
         'riser/retimer card, check BIOS PCIe settings (link speed forced to a lower Gen), update BIOS; RMA if it persists.'),
     'gpu.pcie_downtrained': _c(
         'GPU PCIe link trained below its maximum', 'gpu<N>', 'warn',
-        'devices[].pcie_gen_current == pcie_gen_max and pcie_width_current == pcie_width_max',
+        'devices[].pcie_gen_current == pcie_gen_max and pcie_width_current == pcie_width_max (a current Gen below '
+        'gpu.pcie.gen_min that the link can reach warns here: idle GPUs may lower it)',
         'Re-check under load (an idle GPU may lower its PCIe generation to save power): `nvidia-smi -q -d PCI -i {index}`. '
         'If it stays low: reseat the GPU/riser, check for AER errors in dmesg, update BIOS/retimer firmware.'),
     'gpu.persistence_mode': _c(
@@ -444,7 +445,7 @@ class _Run(object):
                      how='install the tool of probe %s' % probes[0])
             return
         self.add('facts.not_collected', component, 'not collected', what,
-                 '%s: %s was not checked: probe %s did not run' % (component, what, '/'.join(probes)), probe=probes[0])
+                 '%s: not checked (%s): probe %s did not run' % (component, what, '/'.join(probes)), probe=probes[0])
 
     def not_measured(self, component, what, how):
         self.add('facts.not_measured', component, None, what,
@@ -531,7 +532,7 @@ def _check_gpu(run):
 def _check_gpu_device(run, want, dev, name):
     index = dev.get('index')
     label = '%s (%s)' % (name, dev.get('bus_id')) if dev.get('bus_id') else name
-    ctx = {'index': index if index is not None else name[3:]}
+    ctx = {'index': index if index is not None else name[3:], 'bus': dev.get('bus_id') or '<bus>'}
     if want.get('model'):
         model = dev.get('name')
         if model is None:
@@ -583,7 +584,8 @@ def _check_pcie(run, want, dev, name, label, ctx):
     elif want.get('warn_downtrained'):
         low = []
         if gen_cur is not None and gen_max is not None and gen_cur < gen_max:
-            low.append('Gen%d of Gen%d' % (gen_cur, gen_max))
+            below = want.get('gen_min') is not None and gen_cur < want['gen_min']
+            low.append('Gen%d of Gen%d%s' % (gen_cur, gen_max, ' (below the profile\'s Gen%d)' % want['gen_min'] if below else ''))
         if width_cur is not None and width_max is not None and width_cur < width_max:
             low.append('x%d of x%d' % (width_cur, width_max))
         if low:
