@@ -286,7 +286,7 @@ SCHEMA = {
             },
         },
         'collectives': {
-            'type': 'map', 'description': 'Expected nccl-tests bus bandwidth (validated only; no check reads it yet).',
+            'type': 'map', 'description': 'Expected nccl-tests bus bandwidth per collective (read by the benchmark checks, not the node checks).',
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
             'values': {
                 'type': 'dict', 'description': 'One collective.',
@@ -611,6 +611,8 @@ def _drop_nones(value):
 def _fmt_default(value):
     if value is None:
         return ''
+    if value == '':
+        return '`""`'
     if isinstance(value, bool):
         return '`%s`' % ('true' if value else 'false')
     if isinstance(value, list) and value and isinstance(value[0], dict):
@@ -678,14 +680,23 @@ def schema_markdown():
         '  ibstat prints it), `speed_gbps` and `busbw_gbps` (GB/s, as nvidia-smi and nccl-tests print them).',
         '',
     ]
+    header = ['| key | type | required | default | description |', '|---|---|---|---|---|']
+    out.append('## Top level')
+    out.append('')
+    out.extend(header)
+    for name in SCHEMA['keys']:
+        if SCHEMA['keys'][name]['type'] not in ('dict', 'map'):
+            _doc_rows(name, SCHEMA['keys'][name], out)
+    out.append('')
     for name in SCHEMA['keys']:
         spec = SCHEMA['keys'][name]
+        if spec['type'] not in ('dict', 'map'):
+            continue
         out.append('## `%s`' % name)
         out.append('')
         out.append(spec.get('description', ''))
         out.append('')
-        out.append('| key | type | required | default | description |')
-        out.append('|---|---|---|---|---|')
+        out.extend(header)
         rows = []
         _doc_rows(name, spec, rows)
         out.extend(rows)
