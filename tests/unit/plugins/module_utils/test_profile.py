@@ -210,6 +210,8 @@ def test_check_ids_in_overrides():
     assert err.key == 'checks.severity.gpu.count' and "'critical' is not one of" in str(err)
     err = error_of(minimal(checks={'severity': {'nope.*': 'warn'}}))
     assert 'no check id matches' in str(err)
+    # The benchmark checks own the collectives.* ids.
+    assert validate_profile(minimal(checks={'disable': ['collectives.coverage']}))['checks']['disable'] == ['collectives.coverage']
 
 
 def test_merge_profile():
