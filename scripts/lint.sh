@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Lint the repository: yamllint on every YAML file (.yamllint), then ansible-lint with the
-# production profile (.ansible-lint), offline. Both run from .venv (override with VENV=...).
+# Lint the repository: yamllint on every YAML file (.yamllint), ansible-lint with the production
+# profile (.ansible-lint), offline, and vermin: the code that runs on managed nodes
+# (plugins/modules, plugins/module_utils) must run on Python 3.8. All run from .venv (VENV=...).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 VENV="${VENV:-.venv}"
-for tool in yamllint ansible-lint; do
+for tool in yamllint ansible-lint vermin; do
     [ -x "$VENV/bin/$tool" ] || { echo "[lint] ERROR: $VENV/bin/$tool missing; run make setup" >&2; exit 1; }
 done
 export PATH="$ROOT/$VENV/bin:$PATH"
@@ -32,5 +33,16 @@ if "$VENV/bin/ansible-lint" "${color[@]}" --offline "$@"; then
 else
     echo "[lint] ansible-lint: FAILED"
     failed=1
+fi
+target_code=()
+for d in plugins/modules plugins/module_utils; do [ -d "$d" ] && target_code+=("$d"); done
+if [ "${#target_code[@]}" -gt 0 ]; then
+    echo "[lint] vermin $("$VENV/bin/vermin" --version): Python 3.8 compatibility of ${target_code[*]}"
+    if "$VENV/bin/vermin" --quiet --no-tips --violations --eval-annotations -t=3.8- "${target_code[@]}"; then
+        echo "[lint] vermin: passed"
+    else
+        echo "[lint] vermin: FAILED (constructs newer than Python 3.8 above)"
+        failed=1
+    fi
 fi
 exit "$failed"
