@@ -92,6 +92,8 @@ def resolve(corpus, base=None, fault=None):
                     entry.pop('text' if exclusive == 'file' else 'file', None)
             entry.update(value)
             probes[key] = entry
+        for key, edits in (spec.get('edit') or {}).items():
+            probes[key] = dict(probes[key], edits=list(probes[key].get('edits', [])) + list(edits))
         for key in spec.get('remove') or []:
             probes.pop(key, None)
     return probes
@@ -108,6 +110,12 @@ def write_bundle(probes, directory, meta):
             text, rc = entry['text'], None
         else:
             text, rc = _read(entry['file'])
+        for old, new in entry.get('edits', []):
+            if old not in text:
+                raise SystemExit('edit of %s: %r not found in its output' % (key, old))
+            text = text.replace(old, new)
+        if entry.get('truncate') is not None:
+            text = text[:entry['truncate']]
         if entry.get('rc') is not None:
             rc = entry['rc']
         rc = 0 if rc is None else rc

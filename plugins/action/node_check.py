@@ -56,7 +56,7 @@ class ActionModule(ActionBase):
         if args['consistency']:
             peers = _peer_facts(task_vars, host, task_vars.get('xuanwu_profile_path'))
             if len(peers) > 1:
-                findings.extend(f for f in _checks.evaluate_group(peers, keys=CONSISTENCY_KEYS) if f.get('host') == host)
+                findings.extend(f for f in _checks.evaluate_group(peers, keys=CONSISTENCY_KEYS, profile=profile) if f.get('host') == host)
         summary = _checks.summarise(findings)
         status = summary['status']
         failing = [f for f in findings if f['severity'] == 'fail' or (args['fail_on'] == 'warn' and f['severity'] == 'warn')]

@@ -166,12 +166,12 @@ CHECKS = {
         'Run `ibstat` and `ibv_devinfo`; for each port that is down see the port findings: check the cable and '
         'transceiver, the switch port, that the subnet manager runs (`sminfo`), and the HCA firmware (`mlxfwmanager`).'),
     'ib.port_state': _c(
-        'InfiniBand port not up', '<ca>/<port>', 'warn',
+        'InfiniBand port not up', '<ca>/<port>', 'fail',
         'port state == infiniband.state and physical_state == infiniband.physical_state',
         'Polling/Down: reseat or replace the cable/transceiver, check the switch port; Initializing/Armed: no subnet '
         'manager has configured the port (check opensm/UFM, `sminfo`). Then `ibstat {ca} {port}`.'),
     'ib.port_rate': _c(
-        'InfiniBand port below the rate', '<ca>/<port>', 'warn', 'port rate_gbps >= infiniband.rate_gbps_min',
+        'InfiniBand port below the rate', '<ca>/<port>', 'fail', 'port rate_gbps >= infiniband.rate_gbps_min',
         'The link trained at a lower rate: check `ibstat {ca} {port}` and `mlxlink -d {ca} -p {port}`; replace the '
         'cable/transceiver, check the switch port speed configuration and HCA firmware.'),
     'ib.link_layer': _c(
@@ -228,7 +228,7 @@ CHECKS = {
         'Check `chronyc sources -v` and `chronyc tracking`: reachable NTP servers (UDP 123 through the firewall), '
         '`systemctl restart chronyd`, then `chronyc makestep`.'),
     'host.time_offset': _c(
-        'Clock offset', 'chrony', 'warn', '|offset| <= host.time.max_offset_ms',
+        'Clock offset', 'chrony', 'fail', '|offset| <= host.time.max_offset_ms',
         'Step the clock with `chronyc makestep` and check the NTP sources (`chronyc sources -v`).'),
     'host.memlock': _c(
         'Locked-memory limit', 'host', 'fail', 'ulimit -l is unlimited',

@@ -428,6 +428,8 @@ def _network_facts(parsed):
             entry.setdefault('roce', {})['ecn'] = value
         elif name == 'roce_pfc':
             entry.setdefault('roce', {})['pfc'] = value
+            if value.get('trust'):
+                entry['roce']['trust'] = value['trust']
     return {'interfaces': interfaces, 'probed': links is not None}
 
 

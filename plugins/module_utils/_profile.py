@@ -242,7 +242,7 @@ SCHEMA = {
                     'type': 'dict', 'description': 'Clock synchronisation (chrony).',
                     'keys': {
                         'require_synchronised': {'type': 'bool', 'default': True, 'description': 'chrony must be synchronised.'},
-                        'max_offset_ms': {'type': 'float', 'min': 0, 'description': 'Warn above this absolute offset, ms.'},
+                        'max_offset_ms': {'type': 'float', 'min': 0, 'description': 'Fail above this absolute offset, ms.'},
                     },
                 },
                 'memlock_unlimited': {'type': 'bool', 'default': False, 'description': 'ulimit -l must be unlimited (RDMA).'},

@@ -1,0 +1,91 @@
+"""Replay every fault of tests/fixtures/corpus/corpus.yml through the probe engine and the checks.
+
+Each fault must produce exactly its expected ``fail`` findings (check id and component), on top of
+what the healthy base produces (nothing failing); the demo bundles committed under
+inventories/demo/bundles must be what scripts/make_bundles.py generates from the corpus.
+"""
+import filecmp
+import importlib.util
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _probe, _profile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
+make_bundles = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(make_bundles)
+
+CORPUS = make_bundles.load_corpus()
+DEMO_VARS = os.path.join(ROOT, 'inventories', 'demo', 'group_vars', 'all', 'profile.yml')
+
+
+def load_profile(name, overrides):
+    with open(os.path.join(ROOT, 'profiles', name + '.yml')) as handle:
+        profile = _profile.validate_profile(yaml.safe_load(handle), name)
+    if overrides:
+        profile = _profile.merge_profile(profile, overrides, 'overrides')
+    return profile
+
+
+def demo_profile():
+    with open(DEMO_VARS) as handle:
+        data = yaml.safe_load(handle)
+    return load_profile(data['xuanwu_profile'], data.get('xuanwu_profile_overrides'))
+
+
+def run(tmp_path, probes, profile, host='node'):
+    bundle = str(tmp_path / 'bundle')
+    make_bundles.write_bundle(probes, bundle, {'host': host})
+    facts = _probe.probe(_probe.ReplayRunner(bundle))
+    return facts, _checks.evaluate(facts, profile, host)
+
+
+def failing(findings):
+    """The (check, component, severity) of every fail or warn finding."""
+    return sorted(set((f['check'], f['component'], f['severity']) for f in findings if f['severity'] in ('fail', 'warn')))
+
+
+def profile_for(entry):
+    if entry.get('profile'):
+        return load_profile(entry['profile'], entry.get('overrides'))
+    profile = demo_profile()
+    if entry.get('overrides'):
+        profile = _profile.merge_profile(profile, entry['overrides'], 'overrides')
+    return profile
+
+
+def test_healthy_base_has_no_failure(tmp_path):
+    facts, findings = run(tmp_path, make_bundles.resolve(CORPUS, base='h200x4-healthy'), demo_profile())
+    assert facts['gpu']['count'] == 4
+    assert all(p['status'] == 'ok' for p in facts['probes'].values()), facts['probes']
+    assert failing(findings) == []
+
+
+def test_corpus_has_twenty_distinct_faults():
+    ids = [f['id'] for f in CORPUS['faults']]
+    assert len(ids) == len(set(ids))
+    assert len(ids) >= 20
+    assert all(f['expect'] for f in CORPUS['faults']), 'every fault must expect at least one failing finding'
+
+
+@pytest.mark.parametrize('fault', CORPUS['faults'], ids=[f['id'] for f in CORPUS['faults']])
+def test_fault_is_detected_on_the_right_component(tmp_path, fault):
+    _facts, findings = run(tmp_path, make_bundles.resolve(CORPUS, fault=fault['id']), profile_for(fault))
+    expected = sorted(set((e['check'], e['component'], e['severity']) for e in fault['expect']))
+    assert failing(findings) == expected, [f for f in findings if f['severity'] != 'info']
+    for f in findings:
+        assert f['remediation'], f
+        assert f['host'] == 'node'
+
+
+def test_demo_bundles_are_generated_from_the_corpus(tmp_path):
+    out = str(tmp_path / 'demo')
+    hosts = make_bundles.build_demo(CORPUS, out=out)
+    committed = os.path.join(ROOT, 'inventories', 'demo', 'bundles')
+    for host in hosts:
+        cmp = filecmp.dircmp(os.path.join(out, host), os.path.join(committed, host))
+        assert not (cmp.left_only or cmp.right_only or cmp.diff_files), \
+            '%s differs: run scripts/make_bundles.py demo (%s)' % (host, cmp.diff_files or cmp.left_only or cmp.right_only)
