@@ -8,9 +8,9 @@ Run it under the PyTorch launcher, one process per GPU::
 
     python -m torch.distributed.run --nproc-per-node 8 ddp_smoke.py
 
-The task is learnable and fixed: each sequence is an arithmetic progression modulo the vocabulary
-(start and step drawn from a seeded generator, a different shard per rank), and the model predicts
-the next token. A working stack (GPU, NCCL/gloo, DDP gradient all-reduce, optimizer) makes the loss
+The task is learnable and fixed: each sequence is an arithmetic progression modulo K = min(vocabulary,
+512) (start and step drawn from a seeded generator, a different shard per rank), and the model
+predicts the next token. A working stack (GPU, NCCL/gloo, DDP gradient all-reduce, optimizer) makes the loss
 fall within a few steps. Passes when the last step's loss is below the first step's, every loss is
 finite, no collective failed and the parameters are identical on every rank after training.
 
@@ -84,7 +84,8 @@ def make_model(torch, cfg):
             super(TinyLM, self).__init__()
             self.embed = nn.Embedding(cfg['vocab'], cfg['d_model'])
             self.pos = nn.Embedding(cfg['seq'], cfg['d_model'])
-            layer = nn.TransformerEncoderLayer(cfg['d_model'], cfg['heads'], cfg['ff'], dropout=0.0, batch_first=True)
+            layer = nn.TransformerEncoderLayer(cfg['d_model'], cfg['heads'], cfg['ff'], dropout=0.0, batch_first=True,
+                                               norm_first=True)
             self.body = nn.TransformerEncoder(layer, cfg['layers'])
             self.norm = nn.LayerNorm(cfg['d_model'])
             self.head = nn.Linear(cfg['d_model'], cfg['vocab'], bias=False)
@@ -102,15 +103,18 @@ def make_model(torch, cfg):
 
 
 def make_batches(torch, cfg, rank, seed, count):
-    """Fixed synthetic batches: x[t] = (start + step * t) mod vocab; the target is the next token."""
+    """Fixed synthetic batches: x[t] = (start + step * t) mod K over the first K = min(vocab, 512) tokens;
+    the target is the next token. Learning which tokens occur at all already lowers the loss from
+    ln(vocab) towards ln(K) in a few steps; the progression lowers it further."""
     gen = torch.Generator().manual_seed(seed * 1000 + rank)
     batches = []
-    steps_allowed = max(2, min(8, cfg['vocab'] // 4))
+    active = min(cfg['vocab'], 512)
+    steps_allowed = max(2, min(8, active // 4))
     positions = torch.arange(cfg['seq'] + 1)
     for _ in range(count):
-        start = torch.randint(0, cfg['vocab'], (cfg['batch'], 1), generator=gen)
+        start = torch.randint(0, active, (cfg['batch'], 1), generator=gen)
         step = torch.randint(1, steps_allowed, (cfg['batch'], 1), generator=gen)
-        seq = (start + step * positions[None, :]) % cfg['vocab']
+        seq = (start + step * positions[None, :]) % active
         batches.append((seq[:, :-1].contiguous(), seq[:, 1:].contiguous()))
     return batches
 

@@ -15,7 +15,9 @@ or a lost node; with --kill-mode hang it stays alive but stops taking part (a st
 which only the collective timeout can detect. The survivors are set up to fail fast: the process-group timeout is
 --collective-timeout-s (default a third of --bound-s), and for NCCL the environment asks for
 asynchronous error handling and blocking waits (TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
-TORCH_NCCL_BLOCKING_WAIT=1 and their older NCCL_* names) unless the caller set them.
+TORCH_NCCL_BLOCKING_WAIT=1; the older NCCL_* names for torch < 2.2) unless the caller set them. The
+loop polls each collective from Python, so that the launcher's SIGTERM (torchrun stops the other
+ranks when one dies) is seen at once even when NCCL itself cannot notice the dead peer.
 
 Each survivor prints one line ``XUANWU_RESULT {json}``::
 
@@ -34,18 +36,16 @@ import argparse
 import datetime
 import json
 import os
+import re
 import signal
 import sys
 import time
 import traceback
 
 RESULT_TAG = 'XUANWU_RESULT'
-NCCL_ENV = {
-    'TORCH_NCCL_ASYNC_ERROR_HANDLING': '1',
-    'NCCL_ASYNC_ERROR_HANDLING': '1',
-    'TORCH_NCCL_BLOCKING_WAIT': '1',
-    'NCCL_BLOCKING_WAIT': '1',
-}
+NCCL_ENV = {'TORCH_NCCL_ASYNC_ERROR_HANDLING': '1', 'TORCH_NCCL_BLOCKING_WAIT': '1'}
+LEGACY_NCCL_ENV = {'NCCL_ASYNC_ERROR_HANDLING': '1', 'NCCL_BLOCKING_WAIT': '1'}   # torch < 2.2 reads these
+POLL_S = 0.0005
 STATE = {'reported': False, 'last_ok': None, 'iterations': 0, 'base': {}}
 
 
@@ -101,11 +101,15 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     timeout_s = args.collective_timeout_s if args.collective_timeout_s else max(1.0, args.bound_s / 3.0)
-    for key, value in NCCL_ENV.items():
-        os.environ.setdefault(key, value)
     signal.signal(signal.SIGTERM, on_sigterm)
     import torch
     import torch.distributed as dist
+
+    env = dict(NCCL_ENV)
+    if tuple(int(x) for x in re.findall(r'\d+', torch.__version__)[:2]) < (2, 2):
+        env.update(LEGACY_NCCL_ENV)
+    for key, value in env.items():
+        os.environ.setdefault(key, value)
 
     backend = pick_backend(torch, dist, args.backend)
     local_rank = int(os.environ.get('LOCAL_RANK', '0'))
@@ -136,6 +140,13 @@ def main(argv=None):
                         time.sleep(3600)
                 os.kill(os.getpid(), signal.SIGKILL)
             work = dist.all_reduce(tensor, async_op=True)
+            # poll in Python rather than block in C++: the launcher's SIGTERM handler can then run
+            deadline = time.monotonic() + timeout_s + 10.0
+            while not work.is_completed():
+                if time.monotonic() > deadline:
+                    raise TimeoutError('all_reduce did not complete within %.0f s (collective timeout %.0f s)'
+                                       % (timeout_s + 10.0, timeout_s))
+                time.sleep(POLL_S)
             work.wait()
             if device.type == 'cuda':
                 torch.cuda.synchronize(device)

@@ -93,22 +93,20 @@ def _pump(stream, sink):
 
 
 def failed_ranks(output):
-    """The "Failures:" / "Root Cause" blocks of torchrun's ChildFailedError report."""
+    """The ranks in torchrun's ChildFailedError report ("Failures:" and "Root Cause" blocks)."""
     ranks, root = [], None
     blocks = re.split(r'\n\s*\[\d+\]:\s*\n', output)
-    in_root = False
     for i, block in enumerate(blocks):
         rank = re.search(r'^\s*rank\s*:\s*(\d+)', block, re.M)
         code = re.search(r'^\s*exitcode\s*:\s*(-?\d+)', block, re.M)
         host = re.search(r'^\s*host\s*:\s*(\S+)', block, re.M)
         if i and rank and code:
             entry = {'rank': int(rank.group(1)), 'exitcode': int(code.group(1)), 'host': host.group(1) if host else None}
-            if in_root and root is None:
+            if root is None and 'Root Cause' in blocks[i - 1]:
                 root = entry['rank']
-            elif entry not in ranks:
+            if entry not in ranks:
                 ranks.append(entry)
-        in_root = 'Root Cause' in block
-    return ranks, root
+    return sorted(ranks, key=lambda e: e['rank']), root
 
 
 def survivor_results(output):
