@@ -48,15 +48,16 @@ class ActionModule(ActionBase):
                 profile = hv.get('xuanwu_profile_resolved') or {}
                 path = hv.get('xuanwu_profile_path')
                 checks_run = hv.get('xuanwu_checks_run')
+                probe_error = hv.get('xuanwu_probe_error')
             except Exception as err:  # pylint: disable=broad-except
-                status, findings, facts, profile, path, checks_run = None, None, None, {}, None, None
+                status, findings, facts, profile, path, checks_run, probe_error = None, None, None, {}, None, None, None
                 self._display.warning('cannot read the results of %s: %s' % (host, err))
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
                 profiles[name] = path
-            if status is None:
-                entries[host] = _report.host_entry(host, 'error', [], facts, name, path,
-                                                   error='host was not probed: unreachable, or a task failed before the checks ran')
+            if status is None or probe_error:
+                entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
+                    'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, checks_run=checks_run)
         report = _report.build_report(

@@ -1,0 +1,170 @@
+"""Integration: run the real playbooks with ansible-playbook (from PATH, so `make integration` runs
+them once per supported ansible-core) and assert on what they leave behind."""
+import json
+import os
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus', 'corpus.yml')
+
+pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
+
+
+def playbook(*args, **kw):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
+               ANSIBLE_CACHE_PLUGIN='memory')
+    proc = subprocess.run(['ansible-playbook'] + list(args), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=kw.get('timeout', 300))
+    return proc.returncode, proc.stdout
+
+
+def the_report(reports):
+    runs = os.listdir(str(reports))
+    assert len(runs) == 1, runs
+    folder = os.path.join(str(reports), runs[0])
+    with open(os.path.join(folder, 'report.json')) as handle:
+        return folder, json.load(handle)
+
+
+def expected_demo():
+    with open(CORPUS) as handle:
+        corpus = yaml.safe_load(handle)
+    faults = dict((f['id'], f) for f in corpus['faults'])
+    expected = {}
+    for host, spec in corpus['demo'].items():
+        entries = faults[spec['fault']]['expect'] if spec.get('fault') else spec.get('expect', [])
+        expected[host] = sorted((e['check'], e['component']) for e in entries if e['severity'] == 'fail')
+    return expected
+
+
+@pytest.mark.parametrize('mode', ['run', 'check'])
+def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
+    reports = tmp_path / 'reports'
+    extra = ['--check'] if mode == 'check' else []
+    rc, out = playbook('-i', 'inventories/demo', 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, *extra)
+    assert rc == 2, out[-4000:]
+    folder, report = the_report(reports)
+    expected = expected_demo()
+    assert report['schema_version'] == 1
+    assert set(report['hosts']) == set(expected)
+    assert report['summary']['failed_hosts'] == sorted(h for h, e in expected.items() if e)
+    assert report['profiles'] == {'h200x4-nvlink': os.path.join(ROOT, 'profiles', 'h200x4-nvlink.yml')} or \
+        list(report['profiles']) == ['h200x4-nvlink']
+    for host, want in expected.items():
+        entry = report['hosts'][host]
+        got = sorted((f['check'], f['component']) for f in entry['findings'] if f['severity'] == 'fail')
+        assert got == want, (host, got)
+        assert entry['status'] == ('fail' if want else 'pass')
+        assert entry['facts_summary']['gpu_count'] == 4
+        assert entry['facts_summary']['source'] == 'replay'
+        for f in entry['findings']:
+            assert f['host'] == host and f['remediation'] and 'measured' in f and 'expected' in f
+    # The end of the run names every failed host and its reason; the healthy one is not failed.
+    recap = out[out.rindex('PLAY RECAP'):]
+    for host, want in expected.items():
+        line = [l for l in recap.splitlines() if l.startswith(host)][0]
+        assert ('failed=1' in line) == bool(want), line
+        for check, component in want:
+            assert '[%s] %s' % (check, component) in out
+    junit = ET.parse(os.path.join(folder, 'junit.xml')).getroot()
+    failures = dict((s.get('name'), int(s.get('failures'))) for s in junit.iter('testsuite'))
+    assert failures == dict((h, len(set(c for c, _ in w))) for h, w in expected.items())
+    assert all(int(s.get('tests')) > 20 for s in junit.iter('testsuite'))
+    with open(os.path.join(folder, 'report.md')) as handle:
+        md = handle.read()
+    with open(os.path.join(folder, 'report.html')) as handle:
+        page = handle.read()
+    for host, want in expected.items():
+        assert '## %s — %s' % (host, 'FAIL' if want else 'PASS') in md
+        assert 'id="%s"' % host in page
+
+
+def write_inventory(tmp_path, host_vars, group_vars=None):
+    inv = {'all': {'vars': dict({'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
+                                 'xuanwu_profile': 'h200x4-nvlink'}, **(group_vars or {})),
+                   'hosts': host_vars}}
+    path = tmp_path / 'inventory.yml'
+    path.write_text(yaml.safe_dump(inv))
+    return str(path)
+
+
+BUNDLE = os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01')
+
+
+@pytest.mark.parametrize('host_vars, message', [
+    ({'xuanwu_proflie': 'h200x4-nvlink'}, "unknown variable 'xuanwu_proflie' (did you mean 'xuanwu_profile'?)"),
+    ({'xuanwu_profile': 'h200x4-nvlnk'}, "unknown profile 'h200x4-nvlnk' (did you mean 'h200x4-nvlink'?)"),
+    ({'xuanwu_profile_overrides': {'gpu': {'cuont': 4}}}, 'gpu.cuont'),
+    ({'xuanwu_profile_overrides': {'gpu': {'count': 'four'}}}, 'gpu.count'),
+    ({'xuanwu_probe_timeout': 'soon'}, "variable 'xuanwu_probe_timeout' must be of type int"),
+    ({'xuanwu_replay_dir': '/nonexistent/bundle'}, "is not a capture bundle"),
+])
+def test_bad_inventory_stops_before_anything_runs(tmp_path, host_vars, message):
+    hosts = {'good-node': {'xuanwu_replay_dir': BUNDLE}, 'bad-node': dict({'xuanwu_replay_dir': BUNDLE}, **host_vars)}
+    inv = write_inventory(tmp_path, hosts)
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports)
+    assert rc != 0
+    assert message in out, out[-3000:]
+    assert 'bad-node' in out
+    assert 'Traceback' not in out
+    assert 'Probe the node' not in out, 'a node was probed although the inventory is invalid'
+    assert not reports.exists()
+
+
+def test_malformed_profile_file_is_named(tmp_path):
+    profile = tmp_path / 'broken.yml'
+    profile.write_text('schema_version: 1\nname: broken\ngpu: [unclosed\n')
+    inv = write_inventory(tmp_path, {'node': {'xuanwu_replay_dir': BUNDLE}}, {'xuanwu_profile': str(profile)})
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'r'))
+    assert rc != 0
+    assert str(profile) in out and 'not valid YAML' in out, out[-3000:]
+
+
+def test_capture_then_replay_a_live_host(tmp_path):
+    """capture.yml on this machine (probed live), then validate.yml replaying the bundle it made."""
+    profile = tmp_path / 'plain-host.yml'
+    profile.write_text(yaml.safe_dump({'schema_version': 1, 'name': 'plain-host', 'description': 'a host without accelerators',
+                                       'host': {'disks': [{'path': '/', 'min_free_gb': 0.001}]}}))
+    inv = write_inventory(tmp_path, {'live-node': {}}, {'xuanwu_profile': str(profile)})
+    dest = tmp_path / 'bundles'
+    rc, out = playbook('-i', inv, 'playbooks/capture.yml', '-e', 'xuanwu_capture_dest=%s' % dest)
+    assert rc == 0, out[-3000:]
+    bundle = dest / 'live-node'
+    with open(str(bundle / 'manifest.json')) as handle:
+        manifest = json.load(handle)
+    assert manifest['format_version'] == 1
+    keys = set(p['probe'] for p in manifest['probes'])
+    assert {'os_release', 'uname', 'nvidia_query_gpu', 'ibstat', 'disks', 'ip_link'} <= keys
+    for entry in manifest['probes']:
+        assert (bundle / entry['file']).is_file()
+    # replay it
+    replay_inv = write_inventory(tmp_path, {'live-node': {'xuanwu_replay_dir': str(bundle)}}, {'xuanwu_profile': str(profile)})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', replay_inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports)
+    assert rc == 0, out[-3000:]
+    _folder, report = the_report(reports)
+    entry = report['hosts']['live-node']
+    assert entry['status'] in ('pass', 'warn')
+    assert entry['facts_summary']['source'] == 'replay'
+    assert entry['profile'] == 'plain-host'
+
+
+def test_unreachable_host_is_reported_not_hidden(tmp_path):
+    hosts = {'good-node': {'xuanwu_replay_dir': BUNDLE},
+             'dead-node': {'ansible_connection': 'ssh', 'ansible_host': '127.0.0.1', 'ansible_port': 1,
+                           'ansible_ssh_common_args': '-o ConnectTimeout=3'}}
+    inv = write_inventory(tmp_path, hosts)
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports)
+    assert rc != 0
+    _folder, report = the_report(reports)
+    assert report['hosts']['good-node']['status'] == 'pass'
+    assert report['hosts']['dead-node']['status'] == 'error'
+    assert 'unreachable' in report['hosts']['dead-node']['error']
+    assert report['summary']['failed_hosts'] == ['dead-node']
