@@ -182,25 +182,22 @@ def _curve_findings(parsed, curve, host, component, tolerance):
     if not points:
         return findings
     slack = 1.0 - float(tolerance or 0.0)
-    worst = {}   # min_bytes of the governing point -> (busbw, size, floor)
+    below = {}   # min_bytes of the governing point -> [(busbw, size)] of the rows under its floor
     checked = set()
     for size, busbw, _row in _rows(parsed):
         point = threshold_for(points, size)
         if point is None or busbw is None:
             continue
         checked.add(point['min_bytes'])
-        floor = point['busbw_gbps_min'] * slack
-        if busbw < floor:
-            key = point['min_bytes']
-            if key not in worst or busbw < worst[key][0]:
-                worst[key] = (busbw, size, floor, point['busbw_gbps_min'])
-    for key in sorted(worst, reverse=True):
-        busbw, size, floor, nominal = worst[key]
-        failing = [s for s, b, _r in _rows(parsed)
-                   if b is not None and threshold_for(points, s) and threshold_for(points, s)['min_bytes'] == key and b < floor]
+        if busbw < point['busbw_gbps_min'] * slack:
+            below.setdefault(point['min_bytes'], []).append((busbw, size))
+    for key in sorted(below, reverse=True):
+        nominal = [p['busbw_gbps_min'] for p in points if p['min_bytes'] == key][0]
+        floor = nominal * slack
+        busbw, size = min(below[key])
+        sizes = ', '.join(human_bytes(s) for _b, s in sorted(below[key], key=lambda item: item[1]))
         message = ('%s bus bandwidth %.2f GB/s at %s is below the %.2f GB/s expected for messages of %s and up '
-                   '(%d size(s) below: %s)' % (component, busbw, human_bytes(size), floor, human_bytes(key),
-                                                len(failing), ', '.join(human_bytes(s) for s in failing)))
+                   '(%d size(s) below: %s)' % (component, busbw, human_bytes(size), floor, human_bytes(key), len(below[key]), sizes))
         if tolerance:
             message += '; profile floor %.2f GB/s with %.0f %% tolerance' % (nominal, float(tolerance) * 100)
         findings.append(_finding(host, 'collectives.busbw_low', component, SEVERITY_FAIL,

@@ -90,7 +90,7 @@ def sizes_between(min_bytes, max_bytes, factor=2):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', 1)[0])
     parser.add_argument('--min-bytes', type=parse_size, default=None, help='smallest message (default 1M on GPU, 64K on CPU)')
     parser.add_argument('--max-bytes', type=parse_size, default=None, help='largest message (default 1G on GPU, 4M on CPU)')
     parser.add_argument('--warmup', type=int, default=5)
@@ -131,7 +131,7 @@ def run(args, torch, dist):
         count = max(1, size // elem)
         tensor = buf[:count]
         tensor.fill_(1)
-        for _ in range(args.warmup):
+        for dummy in range(args.warmup):
             dist.all_reduce(tensor)
         if on_gpu:
             torch.cuda.synchronize(device)
@@ -139,7 +139,7 @@ def run(args, torch, dist):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
-            for _ in range(args.iters):
+            for dummy in range(args.iters):
                 dist.all_reduce(tensor)
             end.record()
             end.synchronize()
@@ -147,7 +147,7 @@ def run(args, torch, dist):
         else:
             dist.barrier()
             began = time.perf_counter()
-            for _ in range(args.iters):
+            for dummy in range(args.iters):
                 dist.all_reduce(tensor)
             seconds = (time.perf_counter() - began) / max(1, args.iters)
         timing.fill_(seconds)

@@ -64,7 +64,7 @@ def median(values):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', 1)[0])
     for key in ('d_model', 'layers', 'heads', 'ff', 'vocab', 'seq', 'batch'):
         parser.add_argument('--' + key.replace('_', '-'), dest=key, type=int, default=None)
     parser.add_argument('--lr', type=float, default=None)
@@ -111,7 +111,7 @@ def make_batches(torch, cfg, rank, seed, count):
     active = min(cfg['vocab'], 512)
     steps_allowed = max(2, min(8, active // 4))
     positions = torch.arange(cfg['seq'] + 1)
-    for _ in range(count):
+    for dummy in range(count):
         start = torch.randint(0, active, (cfg['batch'], 1), generator=gen)
         step = torch.randint(1, steps_allowed, (cfg['batch'], 1), generator=gen)
         seq = (start + step * positions[None, :]) % active

@@ -85,7 +85,7 @@ def pick_backend(torch, dist, wanted):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', 1)[0])
     parser.add_argument('--victim-rank', type=int, default=1)
     parser.add_argument('--kill-after-iters', type=int, default=5)
     parser.add_argument('--kill-mode', choices=('sigkill', 'exit', 'hang'), default='sigkill',
@@ -154,7 +154,7 @@ def main(argv=None):
             STATE['last_ok'] = time.monotonic()
     except Exception as exc:  # pylint: disable=broad-except
         traceback.print_exc()
-        report(str(exc).strip().split('\n')[0][:500], type(exc).__name__)
+        report(str(exc).strip().split('\n', 1)[0][:500], type(exc).__name__)
         sys.stdout.flush()
         os._exit(1)   # no clean shutdown: the group is broken, destroy/abort can block
     report(None, None)

@@ -56,7 +56,7 @@ def free_port():
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', 1)[0])
     parser.add_argument('--nproc-per-node', type=int, default=2)
     parser.add_argument('--bound-s', type=float, default=120.0)
     parser.add_argument('--victim-rank', type=int, default=1)

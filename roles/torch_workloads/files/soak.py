@@ -148,13 +148,13 @@ def gather_json(torch, dist, obj, device, world):
     if data:
         padded[:len(data)] = torch.tensor(list(bytearray(data)), dtype=torch.uint8)
     padded = padded.to(device)
-    parts = [torch.zeros_like(padded) for _ in range(world)]
+    parts = [torch.zeros_like(padded) for dummy in range(world)]
     dist.all_gather(parts, padded)
     return [json.loads(bytes(bytearray(p.cpu().tolist())).rstrip(b'\x00').decode('utf-8')) for p in parts]
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', 1)[0])
     parser.add_argument('--duration-s', type=float, default=300.0)
     parser.add_argument('--sample-s', type=float, default=10.0)
     parser.add_argument('--size-bytes', type=int, default=None, help='all-reduce size (default 64 MiB on GPU, 256 KiB on CPU)')

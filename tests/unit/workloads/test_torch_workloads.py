@@ -1,5 +1,5 @@
 """The torch workloads of roles/torch_workloads/files, run for real on CPU (gloo, 2 processes, tiny sizes)
-through ``python -m torch.distributed.run``; plus their pure helpers in-process.
+through ``python -m torch.distributed.run``; plus their pure functions in-process.
 
 Skipped when torch is not installed. The launcher runs take about a minute in all on 2 cores.
 """
@@ -143,9 +143,9 @@ def test_soak_forced_growth_fails():
     assert 'resident memory grew' in result['error']
 
 
-# pure helpers, in-process
+# pure functions, in-process
 
-def test_bench_helpers():
+def test_bench_functions():
     bench = _module('allreduce_bench')
     assert bench.parse_size('8') == 8 and bench.parse_size('1M') == 1 << 20 and bench.parse_size('8G') == 8 << 30
     assert bench.parse_size('16MiB') == 16 << 20 and bench.parse_size('4k') == 4096
@@ -185,7 +185,7 @@ def test_launcher_reads_torchrun_failure_report():
     assert launch.failed_ranks('no report here') == ([], None)
 
 
-def test_soak_helpers():
+def test_soak_functions():
     soak = _module('soak')
     assert soak._value(' [N/A] ') is None and soak._value('No') == 0 and soak._value('Yes') == 1 and soak._value('3') == 3
     first = {'0': {'ecc.errors.uncorrected.volatile.total': 0, 'retired_pages.pending': 0}}

@@ -51,7 +51,7 @@ def test_truncated(text, where):
 @given(st.sampled_from(TEXTS), st.data())
 def test_line_edits(text, data):
     lines = text.split('\n')
-    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+    for dummy in range(data.draw(st.integers(min_value=1, max_value=4))):
         op = data.draw(st.sampled_from(['drop', 'dup', 'swap', 'noise', 'tokens']))
         i = data.draw(st.integers(min_value=0, max_value=max(0, len(lines) - 1)))
         if not lines:
@@ -78,7 +78,7 @@ def test_line_edits(text, data):
 @given(st.sampled_from(TEXTS), st.data())
 def test_byte_edits(text, data):
     chars = list(text)
-    for _ in range(data.draw(st.integers(min_value=1, max_value=8))):
+    for dummy in range(data.draw(st.integers(min_value=1, max_value=8))):
         if not chars:
             break
         i = data.draw(st.integers(min_value=0, max_value=len(chars) - 1))
