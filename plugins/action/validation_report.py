@@ -48,7 +48,7 @@ class ActionModule(ActionBase):
                 profile = hv.get('xuanwu_profile_resolved') or {}
                 path = hv.get('xuanwu_profile_path')
                 checks_run = hv.get('xuanwu_checks_run')
-                probe_error = hv.get('xuanwu_probe_error')
+                probe_error = hv.get('node_health_probe_error')
             except Exception as err:  # pylint: disable=broad-except
                 status, findings, facts, profile, path, checks_run, probe_error = None, None, None, {}, None, None, None
                 self._display.warning('cannot read the results of %s: %s' % (host, err))
