@@ -15,7 +15,7 @@ STAMP     := $(VENV)/.requirements.sha256
 PYTEST_ARGS ?= -q
 SUITES    := unit lint sanity integration
 
-.PHONY: help setup test unit lint sanity integration bench demo clean
+.PHONY: help setup test unit lint sanity integration bench demo demo-bundles clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -44,19 +44,22 @@ INTEGRATION_TESTS := $(shell find tests/integration -name 'test_*.py' 2>/dev/nul
 integration: $(STAMP)
 	@if [ -z "$(INTEGRATION_TESTS)" ]; then echo "integration: no test_*.py under tests/integration; skipped"; exit 0; fi; \
 	rc=0; for venv in $(CONTROLLER_VENVS); do \
-		echo "== integration with $$($$venv/bin/ansible --version | head -1) ($$venv)"; \
+		echo "== integration with $$($$venv/bin/ansible --version | sed -n 1p) ($$venv)"; \
 		PATH="$(CURDIR)/$$venv/bin:$$PATH" $$venv/bin/python -m pytest $(PYTEST_ARGS) tests/integration || rc=1; \
 	done; exit $$rc
 
-bench: $(STAMP)
+# Pass options with BENCH_ARGS, e.g. make bench BENCH_ARGS="--hosts 50 --rounds 3".
+bench: $(STAMP) demo-bundles
 	@if [ ! -f bench/run.py ]; then echo "bench: bench/run.py does not exist yet" >&2; exit 2; fi
-	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
 # The demo replays capture bundles; they are built from the fixture corpus when missing. Three of
 # the four demo nodes carry a fault on purpose, so the playbook exits 2 when the checks work.
-demo: $(STAMP)
+demo-bundles: $(STAMP)
 	@if [ ! -d inventories/demo/bundles ] && [ -f scripts/make_bundles.py ]; then \
 		echo "$(VENV)/bin/python scripts/make_bundles.py demo"; $(VENV)/bin/python scripts/make_bundles.py demo; fi
+
+demo: $(STAMP) demo-bundles
 	@echo "$(VENV)/bin/ansible-playbook -i inventories/demo playbooks/validate.yml"; \
 	rc=0; $(VENV)/bin/ansible-playbook -i inventories/demo playbooks/validate.yml || rc=$$?; \
 	if [ $$rc -eq 2 ]; then echo "demo: exit 2 = some hosts failed validation (expected: gpu-node02..04 carry faults); report under reports/"; fi; \

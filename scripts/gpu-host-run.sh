@@ -58,7 +58,7 @@ mkdir -p .collections/ansible_collections/xuanwu
 ln -sfn ../../.. .collections/ansible_collections/xuanwu/cluster
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.collections"
 
-echo "[gpu-host] $("$GPU_VENV/bin/ansible-playbook" --version | head -1) on $(hostname)"
+echo "[gpu-host] $("$GPU_VENV/bin/ansible-playbook" --version | sed -n 1p) on $(hostname)"
 exec "$GPU_VENV/bin/ansible-playbook" -i "${INVENTORY:-localhost,}" -c local \
     -e ansible_connection=local -e "ansible_python_interpreter=$VENV_PY" \
     "$PLAYBOOK" "$@"

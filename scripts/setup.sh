@@ -68,4 +68,4 @@ ln -sfn "$(realpath --relative-to=.collections "$SITE")" .collections/bundle
 [ -d .collections/bundle/ansible_collections/community/general ] || die "community bundle not found in $SITE"
 
 mkdir -p .cache
-log "done: $(.venv/bin/ansible --version | head -1)$( [ -x .venv-2.16/bin/ansible ] && echo "; $(.venv-2.16/bin/ansible --version | head -1)")"
+log "done: $(.venv/bin/ansible --version | sed -n 1p)$( [ -x .venv-2.16/bin/ansible ] && echo "; $(.venv-2.16/bin/ansible --version | sed -n 1p)")"
