@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Benchmark: validate.yml over N replayed local hosts against `ansible -m ping` on the same inventory.
 
-    bench/run.py [--hosts 50] [--rounds 3] [--forks 25]
+    python3 bench/run.py [--hosts 50] [--rounds 3] [--forks 25]
 
 Each round runs both commands back to back (the order alternates between rounds so that neither
 always runs on a warmer machine) and the medians and their ratio are printed. The hosts replay
@@ -36,7 +35,7 @@ def inventory(path, hosts):
 
 def timed(cmd, env):
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:])
@@ -45,7 +44,7 @@ def timed(cmd, env):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--hosts', type=int, default=50)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--forks', type=int, default=25)
@@ -68,7 +67,7 @@ def main():
             for name, cmd in order:
                 times[name].append(timed(cmd, env))
         version = subprocess.run([os.path.join(bindir, 'ansible'), '--version'], stdout=subprocess.PIPE,
-                                 universal_newlines=True).stdout.split('\n')[0]
+                                 universal_newlines=True, check=False).stdout.split('\n')[0]
         med = dict((k, statistics.median(v)) for k, v in times.items())
         result = {'hosts': args.hosts, 'rounds': args.rounds, 'forks': args.forks, 'ansible': version, 'cpus': os.cpu_count(),
                   'validate_s': times['validate'], 'ping_s': times['ping'],

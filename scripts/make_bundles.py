@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build capture bundles from the fixture corpus (tests/fixtures/corpus/corpus.yml).
 
-    scripts/make_bundles.py demo            # (re)write inventories/demo/bundles/
-    scripts/make_bundles.py fault ID DIR    # write the bundle of one fault of the corpus into DIR
-    scripts/make_bundles.py list            # list the faults
+    python3 scripts/make_bundles.py demo            # (re)write inventories/demo/bundles/
+    python3 scripts/make_bundles.py fault ID DIR    # write the bundle of one fault of the corpus into DIR
+    python3 scripts/make_bundles.py list            # list the faults
 
 The corpus names, for a healthy base node, the file that holds each probe's output (real captures
 under tests/fixtures/hardware/, derived or constructed files under tests/fixtures/derived/), and for

@@ -607,7 +607,7 @@ def _check_gpu_health(run, want, dev, name, label, ctx):
             limit = limits.get('%s_uncorrectable_max' % scope)
             total = _sum_counters(ecc.get(scope), uncorrectable=True)
             if limit is not None and total is not None and total > limit:
-                bad.append('%s %d > %d' % (scope, total, limit))
+                bad.append('%s %s > %s' % (scope, total, limit))
         if bad:
             run.add('gpu.ecc_uncorrectable', name, '; '.join(bad), 'uncorrectable <= %s' % limits.get('volatile_uncorrectable_max'),
                     '%s has uncorrectable ECC errors: %s' % (label, '; '.join(bad)), **ctx)
@@ -616,7 +616,7 @@ def _check_gpu_health(run, want, dev, name, label, ctx):
             limit = limits.get('%s_correctable_warn_above' % scope)
             total = _sum_counters(ecc.get(scope), uncorrectable=False)
             if limit is not None and total is not None and total > limit:
-                warn.append('%s %d > %d' % (scope, total, limit))
+                warn.append('%s %s > %s' % (scope, total, limit))
         if warn:
             run.add('gpu.ecc_correctable', name, '; '.join(warn), 'correctable within the thresholds',
                     '%s has many correctable ECC errors: %s' % (label, '; '.join(warn)), **ctx)

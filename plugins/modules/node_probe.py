@@ -24,13 +24,15 @@ description:
     parsers. With O(capture_dir) every raw output is also saved as a capture bundle (a support bundle).
   - The facts are described in C(docs/facts.md), the bundle format in C(docs/capture-format.md).
 author:
-  - xuanwu.cluster contributors
+  - xuanwu.cluster contributors (@xuanwu-cluster)
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
     details: The probes only read. In check mode a capture bundle is not written; the result says that it would be.
   diff_mode:
     support: none
+    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
 options:
   gather:
     description:
