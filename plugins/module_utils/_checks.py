@@ -100,7 +100,7 @@ CHECKS = {
         'Watch the trend (`nvidia-smi -q -d ECC -i {index}`); run `dcgmi diag -r 3` in a maintenance window; plan an RMA '
         'if the count keeps rising.'),
     'gpu.remapped_rows_pending': _c(
-        'Row remapping pending', 'gpu<N>', 'warn', 'devices[].remapped_rows.pending is false',
+        'Row remapping pending', 'gpu<N>', 'fail', 'devices[].remapped_rows.pending is false',
         'Reset the GPU to apply the pending row remap: drain it, then `nvidia-smi -r -i {index}` (or reboot the node).'),
     'gpu.remapped_rows_failure': _c(
         'Row remapping failed', 'gpu<N>', 'fail', 'devices[].remapped_rows.failure is false',

@@ -89,3 +89,11 @@ def test_demo_bundles_are_generated_from_the_corpus(tmp_path):
         cmp = filecmp.dircmp(os.path.join(out, host), os.path.join(committed, host))
         assert not (cmp.left_only or cmp.right_only or cmp.diff_files), \
             '%s differs: run scripts/make_bundles.py demo (%s)' % (host, cmp.diff_files or cmp.left_only or cmp.right_only)
+
+
+def test_fault_table_is_current():
+    spec = importlib.util.spec_from_file_location('fault_table', os.path.join(ROOT, 'scripts', 'fault_table.py'))
+    fault_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fault_table)
+    with open(os.path.join(ROOT, 'docs', 'fault-corpus.md')) as handle:
+        assert handle.read() == fault_table.render(CORPUS), 'run: python3 scripts/fault_table.py > docs/fault-corpus.md'
