@@ -306,6 +306,37 @@ SCHEMA = {
                 },
             },
         },
+        'workloads': {
+            'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, soak).',
+            'keys': {
+                'ddp_smoke': {
+                    'type': 'dict', 'default': {}, 'description': 'DDP training smoke job (a small transformer, synthetic data).',
+                    'keys': {
+                        'steps': {'type': 'int', 'default': 20, 'min': 2, 'max': 1000, 'description': 'Training steps.'},
+                        'min_loss_drop_pct': {'type': 'float', 'default': 10.0, 'min': 0,
+                                              'description': 'The loss must fall by at least this share from the first to the last step.'},
+                        'max_step_time_ms': {'type': 'float', 'min': 0, 'description': 'Fail above this median step time, ms.'},
+                        'timeout_s': {'type': 'int', 'default': 600, 'min': 1, 'description': 'Bound on the whole job.'},
+                    },
+                },
+                'fault_isolation': {
+                    'type': 'dict', 'default': {}, 'description': 'Kill one rank of a running job; the job must end with an error.',
+                    'keys': {
+                        'bound_s': {'type': 'float', 'default': 120.0, 'min': 1,
+                                    'description': 'The job must end with an error this soon after the kill; longer is a hang.'},
+                    },
+                },
+                'soak': {
+                    'type': 'dict', 'default': {}, 'description': 'Sustained all-reduce and matmul load.',
+                    'keys': {
+                        'duration_s': {'type': 'int', 'default': 300, 'min': 1, 'description': 'Minutes by default; hours for burn-in.'},
+                        'sample_s': {'type': 'int', 'default': 10, 'min': 1, 'description': 'Sampling interval.'},
+                        'max_rss_growth_pct': {'type': 'float', 'default': 10.0, 'min': 0, 'description': 'Host RSS growth bound.'},
+                        'max_gpu_mem_growth_pct': {'type': 'float', 'default': 10.0, 'min': 0, 'description': 'GPU memory growth bound.'},
+                    },
+                },
+            },
+        },
         'checks': {
             'type': 'dict', 'default': {}, 'description': 'Site overrides of the checks (docs/checks.md).',
             'keys': {
@@ -533,7 +564,7 @@ def _known_check_ids():
 
 
 # Check ids of the nccl-tests benchmark checks (plugins/module_utils/_collectives.py) live in this namespace.
-EXTERNAL_CHECK_PREFIXES = ('collectives.',)
+EXTERNAL_CHECK_PREFIXES = ('collectives.', 'workload.')
 
 
 def _check_one_id(ctx, key, pattern):

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Judge a workload run against the host's profile and add the findings to the host's (controller only)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _workloads
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(('kind', 'run', 'component', 'profile', 'record', 'debug_run'))
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=dict(
+            kind=dict(type='str', required=True, choices=sorted(_workloads.EVALUATORS)),
+            run=dict(type='dict', required=True),
+            component=dict(type='str'),
+            profile=dict(type='dict'),
+            record=dict(type='bool', default=True),
+            debug_run=dict(type='dict'),
+        ))
+        host = task_vars.get('inventory_hostname')
+        profile = args['profile'] if args['profile'] is not None else self._templar.template(task_vars.get('xuanwu_profile_resolved'))
+        run = dict(args['run'])
+        if args['component']:
+            run['component'] = args['component']
+        if run.get('skipped_reason') or run.get('skipped'):
+            result.update(changed=False, findings=[], skipped_reason=run.get('skipped_reason') or 'the run was skipped')
+            return result
+        run.setdefault('collective', run.get('component'))
+        findings = _workloads.evaluate(args['kind'], run, profile, host)
+        findings = _checks.apply_overrides(findings, (profile or {}).get('checks'))
+        previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
+        merged = list(previous) + findings
+        if not args['record']:
+            result.update(changed=False, findings=findings, failed_checks=sorted(set(f['check'] for f in findings if f['severity'] == 'fail')))
+            return result
+        summary = _workloads.summarise_run(args['kind'], run)
+        debug = args['debug_run'] or {}
+        if debug.get('output_tail') and not debug.get('skipped'):
+            summary['debug_command'] = debug.get('command')
+            summary['debug_log_tail'] = debug.get('output_tail')
+        workloads = list(self._templar.template(task_vars.get('xuanwu_workloads')) or []) + [summary]
+        status = _checks.summarise(merged)['status']
+        result.update(changed=False, findings=findings, status=status, summary=summary,
+                      ansible_facts={'xuanwu_findings': merged, 'xuanwu_status': status, 'xuanwu_workloads': workloads})
+        return result

@@ -1,0 +1,272 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Judge workload results — nccl-tests runs, the torch all-reduce benchmark, the DDP training smoke
+job, the fault-isolation test and the soak — against the hardware profile; produce findings.
+
+Pure functions: results in (as the run modules return them), findings out. A run that died, timed
+out or printed nothing parsable is itself a finding that quotes what was read.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
+
+RESULT_TAG = 'XUANWU_RESULT'
+
+WORKLOAD_CHECKS = {
+    'collectives.run_failed': {
+        'title': 'Collective benchmark did not run to the end', 'default_severity': 'fail',
+        'remediation': _collectives.REMEDIATION_INCOMPLETE},
+    'collectives.busbw_low': {
+        'title': 'Bus bandwidth below the profile curve', 'default_severity': 'fail',
+        'remediation': _collectives.REMEDIATION_BUSBW},
+    'collectives.wrong_results': {
+        'title': 'Collective returned wrong results', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_WRONG},
+    'collectives.out_of_bounds': {
+        'title': 'Out-of-bounds result blocks', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_OOB},
+    'collectives.nccl_error': {
+        'title': 'NCCL warnings or errors', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_NCCL_ERROR},
+    'collectives.incomplete': {
+        'title': 'Benchmark output incomplete', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_INCOMPLETE},
+    'collectives.coverage': {
+        'title': 'Benchmark stopped below a curve point', 'default_severity': 'warn', 'remediation': _collectives.REMEDIATION_COVERAGE},
+    'workload.failed': {
+        'title': 'Workload failed to run', 'default_severity': 'fail',
+        'remediation': 'Read the quoted output. Check that the Python interpreter has torch with CUDA '
+                       '(python -c "import torch; print(torch.cuda.is_available())"), that no other job holds the GPUs '
+                       '(nvidia-smi), that the rendezvous port is free and reachable between the nodes (firewall), and '
+                       'rerun with NCCL_DEBUG=INFO.'},
+    'workload.ddp_smoke': {
+        'title': 'DDP training smoke job', 'default_severity': 'fail',
+        'remediation': 'A training job that does not learn or whose ranks disagree points at a broken collective path or a '
+                       'faulty GPU: run the collective benchmarks per node and per pair, check ECC/Xid findings, then rerun.'},
+    'workload.ddp_step_time': {
+        'title': 'DDP step time above the bound', 'default_severity': 'fail',
+        'remediation': 'Slow steps with healthy single-GPU throughput mean slow gradient all-reduce: check the bus '
+                       'bandwidth findings, GPU clocks and throttling (nvidia-smi -q -d PERFORMANCE) and CPU affinity.'},
+    'workload.fault_isolation': {
+        'title': 'A killed rank does not end the job cleanly', 'default_severity': 'fail',
+        'remediation': 'Jobs must fail fast when a peer dies: set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (or NCCL blocking '
+                       'wait) and a collective timeout in the training launcher; check that the launcher (torchrun/srun) '
+                       'tears down the remaining ranks; a hang here means a dead node would stall the whole job.'},
+    'workload.soak': {
+        'title': 'Soak: growth or new errors under sustained load', 'default_severity': 'fail',
+        'remediation': 'Memory that keeps growing under a steady workload is a leak (driver, NCCL plugin or the software '
+                       'stack); new ECC/Xid errors under load mean a failing GPU: drain the node, run dcgmi diag -r 3, and '
+                       'RMA the GPU if errors repeat.'},
+}
+
+
+def _finding(host, check, component, measured, expected, message, severity=None):
+    spec = WORKLOAD_CHECKS[check]
+    return {'host': host, 'check': check, 'component': component, 'severity': severity or spec['default_severity'],
+            'measured': measured, 'expected': expected, 'message': message, 'remediation': spec['remediation']}
+
+
+def parse_result_lines(text):
+    """Return every ``XUANWU_RESULT {json}`` object printed in ``text`` (in order)."""
+    results = []
+    for line in (text or '').splitlines():
+        line = line.strip()
+        if not line.startswith(RESULT_TAG + ' '):
+            continue
+        try:
+            value = json.loads(line[len(RESULT_TAG) + 1:])
+        except ValueError as err:
+            raise ParseError('workload', 'malformed %s line: %s' % (RESULT_TAG, err), line)
+        if not isinstance(value, dict):
+            raise ParseError('workload', '%s is not a JSON object' % RESULT_TAG, line)
+        results.append(value)
+    return results
+
+
+def _run_failure(host, component, run, what):
+    """A finding when the run itself failed (timeout, exit code, no result), else None."""
+    if run.get('timed_out'):
+        return _finding(host, 'workload.failed' if what != 'nccl-tests' else 'collectives.run_failed', component,
+                        'timed out after %ss' % run.get('timeout_s'), 'finishes within %ss' % run.get('timeout_s'),
+                        '%s on %s did not finish within %ss: %s' % (component, host, run.get('timeout_s'),
+                                                                     excerpt(run.get('output_tail') or '', 300)))
+    return None
+
+
+def evaluate_nccl_tests(run, profile, host, component=None):
+    """One nccl-tests run: ``{collective, rc, timed_out, timeout_s, stdout, output_tail}`` from the run
+    module. Parses the output and checks it against the profile's curve for that collective."""
+    collective = _collectives.normalise_collective(run['collective'])
+    component = component or '%s_perf' % collective
+    findings = []
+    failure = _run_failure(host, component, run, 'nccl-tests')
+    try:
+        parsed = parse_nccl_tests(run.get('stdout') or '')
+    except ParseError as err:
+        if failure:
+            return [failure]
+        return [_finding(host, 'collectives.run_failed', component, 'exit code %s, unparsable output' % run.get('rc'),
+                         'a complete nccl-tests report',
+                         '%s printed nothing parsable (%s): %s' % (component, err.reason, err.excerpt or excerpt(run.get('output_tail'))))]
+    curve = (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve')
+    findings.extend(_collectives.evaluate_curve(parsed, curve or [], host, collective))
+    for f in findings:
+        f['component'] = component
+    if failure:
+        findings.append(failure)
+    elif run.get('rc') not in (0, None) and not any(f['check'] in ('collectives.incomplete', 'collectives.nccl_error') for f in findings):
+        findings.append(_finding(host, 'collectives.run_failed', component, 'exit code %s' % run.get('rc'), 'exit code 0',
+                                 '%s exited %s: %s' % (component, run.get('rc'), excerpt(run.get('output_tail'), 300))))
+    return findings
+
+
+def _single_result(run, host, component, what):
+    """(result dict or None, findings) for a torch workload run with one result line."""
+    failure = _run_failure(host, component, run, what)
+    try:
+        results = parse_result_lines(run.get('stdout') or '')
+    except ParseError as err:
+        return None, [failure or _finding(host, 'workload.failed', component, 'unparsable result', 'a %s line' % RESULT_TAG,
+                                          '%s: %s (%s)' % (component, err.reason, err.excerpt))]
+    if not results:
+        return None, [failure or _finding(host, 'workload.failed', component, 'exit code %s, no result' % run.get('rc'),
+                                          'a %s line' % RESULT_TAG, '%s printed no result: %s' % (
+                                              component, excerpt(run.get('output_tail') or run.get('stdout'), 400)))]
+    return results[-1], ([failure] if failure else [])
+
+
+def evaluate_torch_allreduce(run, profile, host, component='torch all_reduce'):
+    result, findings = _single_result(run, host, component, 'torch')
+    if result is None:
+        return findings
+    if not result.get('ok', False):
+        findings.append(_finding(host, 'workload.failed', component, result.get('error') or 'failed', 'ok',
+                                 '%s failed: %s' % (component, result.get('error'))))
+    parsed = _collectives.rows_from_bench(result)
+    wrong = sum(int(s.get('wrong') or 0) for s in result.get('sizes') or [])
+    if wrong:
+        findings.append(_finding(host, 'collectives.wrong_results', component, wrong, 0,
+                                 '%s returned %d wrong element(s)' % (component, wrong)))
+    curve = (((profile or {}).get('collectives') or {}).get('all_reduce') or {}).get('curve')
+    for f in _collectives.evaluate_curve(parsed, curve or [], host, 'all_reduce'):
+        if f['check'] in ('collectives.incomplete', 'collectives.nccl_error') and not result.get('ok', False):
+            continue
+        f['component'] = component
+        findings.append(f)
+    return findings
+
+
+def evaluate_ddp_smoke(run, spec, host, component='ddp_smoke'):
+    spec = spec or {}
+    result, findings = _single_result(run, host, component, 'torch')
+    if result is None:
+        return findings
+    first, last = result.get('first_loss'), result.get('last_loss')
+    drop = spec.get('min_loss_drop_pct', 10.0)
+    if not result.get('ok', False) and result.get('error'):
+        findings.append(_finding(host, 'workload.ddp_smoke', component, result.get('error'), 'training runs',
+                                 'the DDP job failed: %s' % result.get('error')))
+    elif first is None or last is None or first <= 0 or (first - last) * 100.0 / first < drop:
+        findings.append(_finding(host, 'workload.ddp_smoke', component,
+                                 'loss %s -> %s' % (first, last), 'loss falls by >= %s%%' % drop,
+                                 'the loss did not fall by %s%% in %d steps' % (drop, len(result.get('losses') or []))))
+    if result.get('params_in_sync') is False:
+        findings.append(_finding(host, 'workload.ddp_smoke', component, 'parameters differ between ranks', 'identical',
+                                 'after training, the model parameters differ between ranks: gradients were not all-reduced correctly'))
+    bound = spec.get('max_step_time_ms')
+    step = result.get('step_time_ms_median')
+    if bound is not None and step is not None and step > bound:
+        findings.append(_finding(host, 'workload.ddp_step_time', component, round(step, 2), '<= %s ms' % bound,
+                                 'median step time %.1f ms is above %s ms' % (step, bound)))
+    return findings
+
+
+def evaluate_fault_isolation(run, spec, host, component='fault_isolation'):
+    spec = spec or {}
+    result, findings = _single_result(run, host, component, 'torch')
+    if result is None:
+        return findings
+    bound = spec.get('bound_s', result.get('bound_s'))
+    seconds = result.get('seconds')
+    if result.get('hung') or not result.get('ended_with_error'):
+        findings.append(_finding(host, 'workload.fault_isolation', component,
+                                 'hung for %ss' % seconds if result.get('hung') else 'exit code %s' % result.get('exit_code'),
+                                 'ends with an error within %ss' % bound,
+                                 'after rank %s was killed, the job %s' % (
+                                     result.get('victim_rank'), 'hung past the bound' if result.get('hung') else 'did not report an error')))
+    elif bound is not None and seconds is not None and seconds > bound:
+        findings.append(_finding(host, 'workload.fault_isolation', component, '%.1f s' % seconds, '<= %s s' % bound,
+                                 'the job took %.1f s to end after rank %s was killed' % (seconds, result.get('victim_rank'))))
+    elif not result.get('attributed', False):
+        findings.append(_finding(host, 'workload.fault_isolation', component, 'error does not name the failed rank',
+                                 'error names rank %s' % result.get('victim_rank'),
+                                 'the job ended, but its error does not say which rank failed', severity='warn'))
+    return findings
+
+
+def evaluate_soak(run, spec, host, component='soak'):
+    spec = spec or {}
+    result, findings = _single_result(run, host, component, 'torch')
+    if result is None:
+        return findings
+    bound_rss = spec.get('max_rss_growth_pct', 10.0)
+    bound_gpu = spec.get('max_gpu_mem_growth_pct', 10.0)
+    rss, gpu = result.get('rss_growth_pct'), result.get('gpu_mem_growth_pct')
+    if rss is not None and rss > bound_rss:
+        findings.append(_finding(host, 'workload.soak', component, 'host RSS +%.1f%%' % rss, '<= +%s%%' % bound_rss,
+                                 'host memory grew by %.1f%% during the soak' % rss))
+    if gpu is not None and gpu > bound_gpu:
+        findings.append(_finding(host, 'workload.soak', component, 'GPU memory +%.1f%%' % gpu, '<= +%s%%' % bound_gpu,
+                                 'GPU memory grew by %.1f%% during the soak' % gpu))
+    for err in result.get('new_errors') or []:
+        findings.append(_finding(host, 'workload.soak', '%s gpu%s' % (component, err.get('gpu')),
+                                 '%s %s -> %s' % (err.get('field'), err.get('before'), err.get('after')), 'no new errors',
+                                 'new %s on %s GPU %s during the soak' % (err.get('field'), err.get('host') or host, err.get('gpu'))))
+    if result.get('error'):
+        findings.append(_finding(host, 'workload.failed', component, result['error'], 'no error',
+                                 'the soak stopped: %s' % result['error']))
+    return findings
+
+
+EVALUATORS = {
+    'nccl_tests': lambda run, profile, host: evaluate_nccl_tests(run, profile, host, run.get('component')),
+    'torch_allreduce': lambda run, profile, host: evaluate_torch_allreduce(run, profile, host),
+    'ddp_smoke': lambda run, profile, host: evaluate_ddp_smoke(run, ((profile or {}).get('workloads') or {}).get('ddp_smoke'), host),
+    'fault_isolation': lambda run, profile, host: evaluate_fault_isolation(
+        run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
+    'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host),
+}
+
+
+def evaluate(kind, run, profile, host):
+    """Findings for one run of ``kind`` (nccl_tests, torch_allreduce, ddp_smoke, fault_isolation, soak)."""
+    if kind not in EVALUATORS:
+        raise ValueError('unknown workload kind %r' % kind)
+    return EVALUATORS[kind](run, profile, host)
+
+
+def summarise_run(kind, run):
+    """The figures of a run worth keeping in the report (small: no raw output)."""
+    keep = {'kind': kind, 'component': run.get('component'), 'rc': run.get('rc'), 'seconds': run.get('seconds'),
+            'command': run.get('command'), 'timed_out': run.get('timed_out')}
+    try:
+        if kind == 'nccl_tests':
+            parsed = parse_nccl_tests(run.get('stdout') or '')
+            keep['avg_busbw_gbps'] = parsed.get('avg_busbw_gbps')
+            keep['busbw_gbps'] = dict((str(r['size_bytes']), (r.get('out_of_place') or {}).get('busbw_gbps'))
+                                      for r in parsed.get('rows') or [])
+        else:
+            results = parse_result_lines(run.get('stdout') or '')
+            if results:
+                result = results[-1]
+                if kind == 'torch_allreduce':
+                    keep['busbw_gbps'] = dict((str(s['size_bytes']), s.get('busbw_gbps')) for s in result.get('sizes') or [])
+                else:
+                    keep['result'] = dict((k, v) for k, v in result.items() if k not in ('samples', 'per_rank', 'survivors'))
+    except ParseError:
+        pass
+    return keep

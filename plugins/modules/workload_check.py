@@ -1,0 +1,79 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: workload_check
+short_description: Judge a workload run against the hardware profile and add its findings to the host's
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin).
+  - Takes a run registered from M(xuanwu.cluster.workload_run) and judges it by O(kind) against the host's profile
+    (C(xuanwu_profile_resolved)); C(nccl_tests) and C(torch_allreduce) against the C(collectives) bandwidth curves,
+    C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section.
+  - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
+  - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
+    (they appear in the report).
+author:
+  - xuanwu.cluster contributors (@xuanwu-cluster)
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    support: none
+    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+options:
+  kind:
+    description: What ran.
+    type: str
+    required: true
+    choices: [ddp_smoke, fault_isolation, nccl_tests, soak, torch_allreduce]
+  run:
+    description: The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
+      (or O(component)) naming the collective.
+    type: dict
+    required: true
+  component:
+    description: Component named in the findings (for example C(all_reduce_perf) or C(pair node01+node02 all_reduce_perf)).
+    type: str
+  profile:
+    description: The resolved profile. Defaults to the host's C(xuanwu_profile_resolved).
+    type: dict
+  record:
+    description: Add the findings to the host's. V(false) only returns them (to decide on a diagnostic re-run first).
+    type: bool
+    default: true
+  debug_run:
+    description: A diagnostic re-run (for example with C(NCCL_DEBUG=INFO)) whose command and log end are kept in the report.
+    type: dict
+'''
+
+EXAMPLES = r'''
+- name: Judge the all_reduce run
+  xuanwu.cluster.workload_check:
+    kind: nccl_tests
+    run: "{{ run | combine({'collective': 'all_reduce'}) }}"
+'''
+
+RETURN = r'''
+findings:
+  description: The findings of this run.
+  returned: success
+  type: list
+  elements: dict
+status:
+  description: The host's status after adding them (C(pass), C(warn), C(fail)).
+  returned: success
+  type: str
+summary:
+  description: The figures kept for the report (bus bandwidth per size, step time, time to error, growth).
+  returned: success
+  type: dict
+'''

@@ -1,0 +1,193 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: workload_run
+short_description: Run a benchmark or test workload with a hard time bound, or replay its captured output
+version_added: 0.1.0
+description:
+  - Runs one workload command (an nccl-tests binary, C(mpirun), C(torchrun) with one of the collection's PyTorch
+    workloads) with a wall-clock bound, and returns its exit code, its output and how long it took. A run that
+    exceeds the bound is stopped (SIGTERM, then SIGKILL) and reported with O(timeout) exceeded, never left hanging.
+  - The module does not judge the result; M(xuanwu.cluster.workload_check) does, on the controller.
+  - With O(replay_dir), the output is read from a capture bundle (entry O(replay_key) of its C(manifest.json))
+    instead of running anything, so recorded runs go through the same checks.
+author:
+  - xuanwu.cluster contributors (@xuanwu-cluster)
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    details: Benchmarks only read the hardware but take time and GPUs; in check mode nothing runs and the command is returned.
+  diff_mode:
+    support: none
+    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+options:
+  argv:
+    description: The command and its arguments.
+    type: list
+    elements: str
+  env:
+    description: Environment variables added for the command (for example C(NCCL_IB_HCA), C(LD_LIBRARY_PATH)).
+    type: dict
+    default: {}
+  chdir:
+    description: Directory to run the command in.
+    type: path
+  timeout:
+    description: Seconds after which the command is stopped and the run reported as timed out.
+    type: int
+    default: 900
+  replay_dir:
+    description: Capture bundle to read the output from instead of running O(argv).
+    type: path
+  replay_key:
+    description: Probe key of the output in the bundle's manifest (for example C(nccl_tests:all_reduce)).
+    type: str
+  output_limit:
+    description: Characters of standard output kept in the result (the end is kept).
+    type: int
+    default: 200000
+notes:
+  - The command is run directly, without a shell.
+'''
+
+EXAMPLES = r'''
+- name: Run all_reduce_perf on the node's 8 GPUs
+  xuanwu.cluster.workload_run:
+    argv: [/opt/xuanwu/nccl-tests/current/bin/all_reduce_perf, -b, "8", -e, 8G, -f, "2", -g, "8"]
+    timeout: 900
+  register: run
+
+- name: Replay a recorded run
+  xuanwu.cluster.workload_run:
+    replay_dir: /srv/bundles/node17
+    replay_key: nccl_tests:all_reduce
+'''
+
+RETURN = r'''
+rc:
+  description: Exit code (124 when stopped by the timeout, null in check mode or when not captured).
+  returned: always
+  type: int
+stdout:
+  description: Standard output (its last O(output_limit) characters).
+  returned: always
+  type: str
+output_tail:
+  description: The last 4000 characters of standard output and standard error together.
+  returned: always
+  type: str
+seconds:
+  description: Wall-clock duration of the run.
+  returned: always
+  type: float
+timed_out:
+  description: Whether the run was stopped by the timeout.
+  returned: always
+  type: bool
+timeout_s:
+  description: The bound used.
+  returned: always
+  type: int
+command:
+  description: The command line that ran (or was replayed).
+  returned: always
+  type: str
+skipped_reason:
+  description: Why nothing ran (check mode, or the key is not in the bundle).
+  returned: when nothing ran
+  type: str
+'''
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves import shlex_quote
+
+
+def _replay(module, directory, key):
+    path = os.path.join(directory, 'manifest.json')
+    try:
+        with open(path) as handle:
+            manifest = json.load(handle)
+        entries = dict((e['probe'], e) for e in manifest['probes'])
+    except (IOError, OSError, ValueError, KeyError, TypeError) as err:
+        module.fail_json(msg='cannot read capture bundle manifest %s: %s' % (path, err))
+    entry = entries.get(key)
+    if entry is None:
+        return None
+    text = ''
+    if entry.get('file'):
+        try:
+            with open(os.path.join(directory, entry['file'])) as handle:
+                text = handle.read()
+        except (IOError, OSError) as err:
+            module.fail_json(msg='capture bundle %s: cannot read %s: %s' % (directory, entry['file'], err))
+    return dict(rc=entry.get('rc', 0), stdout=text, output_tail=(text + entry.get('stderr', ''))[-4000:],
+                seconds=float(entry.get('seconds') or 0.0), timed_out=entry.get('rc') == 124,
+                command=entry.get('command', key))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            argv=dict(type='list', elements='str'),
+            env=dict(type='dict', default={}),
+            chdir=dict(type='path'),
+            timeout=dict(type='int', default=900),
+            replay_dir=dict(type='path'),
+            replay_key=dict(type='str'),
+            output_limit=dict(type='int', default=200000),
+        ),
+        required_one_of=[('argv', 'replay_dir')],
+        required_together=[('replay_dir', 'replay_key')],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p['timeout'] <= 0:
+        module.fail_json(msg='timeout must be a positive number of seconds, got %d' % p['timeout'])
+    base = dict(changed=False, timeout_s=p['timeout'], rc=None, stdout='', output_tail='', seconds=0.0, timed_out=False)
+    if p['replay_dir']:
+        replayed = _replay(module, p['replay_dir'], p['replay_key'])
+        if replayed is None:
+            base.update(command=p['replay_key'], skipped_reason='%s is not in the capture bundle' % p['replay_key'])
+            module.exit_json(**base)
+        base.update(replayed)
+        module.exit_json(**base)
+
+    command = ' '.join(shlex_quote(a) for a in p['argv'])
+    base['command'] = command
+    if module.check_mode:
+        base.update(skipped_reason='check mode: would run %s' % command)
+        module.exit_json(**base)
+    exe = p['argv'][0]
+    if not os.path.isabs(exe):
+        found = module.get_bin_path(exe, required=False)
+        if not found:
+            base.update(rc=127, output_tail='%s: command not found' % exe)
+            module.exit_json(**base)
+        exe = found
+    timeout_bin = module.get_bin_path('timeout', required=True)
+    argv = [timeout_bin, '--kill-after=30', str(p['timeout']), exe] + list(p['argv'][1:])
+    env = dict((k, str(v)) for k, v in p['env'].items())
+    start = time.time()
+    rc, out, err = module.run_command(argv, cwd=p['chdir'], environ_update=env, check_rc=False)
+    seconds = round(time.time() - start, 2)
+    timed_out = rc in (124, 137) and seconds >= p['timeout'] - 1
+    base.update(rc=rc, stdout=out[-p['output_limit']:], output_tail=(out + err)[-4000:], seconds=seconds,
+                timed_out=timed_out)
+    module.exit_json(**base)
+
+
+if __name__ == '__main__':
+    main()
