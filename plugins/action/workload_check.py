@@ -15,7 +15,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _wo
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('kind', 'run', 'component', 'profile', 'record', 'debug_run'))
+    _VALID_ARGS = frozenset(('kind', 'run', 'component', 'profile', 'record', 'debug_run', 'scope'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -27,6 +27,7 @@ class ActionModule(ActionBase):
             profile=dict(type='dict'),
             record=dict(type='bool', default=True),
             debug_run=dict(type='dict'),
+            scope=dict(type='str', default='node', choices=['node', 'multinode']),
         ))
         host = task_vars.get('inventory_hostname')
         profile = args['profile'] if args['profile'] is not None else self._templar.template(task_vars.get('xuanwu_profile_resolved'))
@@ -37,7 +38,10 @@ class ActionModule(ActionBase):
             result.update(changed=False, findings=[], skipped_reason=run.get('skipped_reason') or 'the run was skipped')
             return result
         run.setdefault('collective', run.get('component'))
-        findings = _workloads.evaluate(args['kind'], run, profile, host)
+        judged = profile
+        if args['scope'] == 'multinode':
+            judged = dict(profile or {}, collectives=(profile or {}).get('collectives_multinode') or {})
+        findings = _workloads.evaluate(args['kind'], run, judged, host)
         findings = _checks.apply_overrides(findings, (profile or {}).get('checks'))
         previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
         merged = list(previous) + findings

@@ -286,7 +286,28 @@ SCHEMA = {
             },
         },
         'collectives': {
-            'type': 'map', 'description': 'Expected nccl-tests bus bandwidth per collective (read by the benchmark checks, not the node checks).',
+            'type': 'map', 'description': 'Expected bus bandwidth per collective within one node: nccl-tests -g N and the torch all-reduce benchmark.',
+            'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
+            'values': {
+                'type': 'dict', 'description': 'One collective.',
+                'keys': {
+                    'curve': {
+                        'type': 'list', 'required': True, 'min_items': 1, 'check': 'curve_sorted',
+                        'description': 'From min_bytes upward, busbw must reach busbw_gbps_min.',
+                        'elements': {
+                            'type': 'dict', 'description': 'One point.',
+                            'keys': {
+                                'min_bytes': {'type': 'int', 'required': True, 'min': 1, 'description': 'Message size, bytes.'},
+                                'busbw_gbps_min': {'type': 'float', 'required': True, 'min': 0,
+                                                   'description': 'Bus bandwidth, GB/s as nccl-tests prints it.'},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        'collectives_multinode': {
+            'type': 'map', 'description': 'Expected bus bandwidth per collective of one job across the nodes of a group (mpirun, one rank per GPU).',
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
             'values': {
                 'type': 'dict', 'description': 'One collective.',

@@ -39,7 +39,7 @@ WORKLOAD_CHECKS = {
         'title': 'Benchmark stopped below a curve point', 'default_severity': 'warn', 'remediation': _collectives.REMEDIATION_COVERAGE},
     'workload.failed': {
         'title': 'Workload failed to run', 'default_severity': 'fail',
-        'remediation': 'Read the quoted output. Check that the Python interpreter has torch with CUDA '
+        'remediation': 'Read the quoted output or error. Check that the Python interpreter has torch with CUDA '
                        '(python -c "import torch; print(torch.cuda.is_available())"), that no other job holds the GPUs '
                        '(nvidia-smi), that the rendezvous port is free and reachable between the nodes (firewall), and '
                        'rerun with NCCL_DEBUG=INFO.'},
@@ -87,6 +87,18 @@ def parse_result_lines(text):
     return results
 
 
+def _rc(run):
+    """The run's exit code (``exit_code`` from workload_run, ``rc`` from a plain command result)."""
+    return run.get('exit_code', run.get('rc'))
+
+
+def evaluate_task_error(run, host, component):
+    """A task of a workload stage failed outright (``run`` holds its ``task`` name and ``message``)."""
+    return [_finding(host, 'workload.failed', component or run.get('task') or 'workload',
+                     run.get('message') or 'failed', 'the stage runs',
+                     'the task "%s" failed: %s' % (run.get('task'), excerpt(run.get('message') or '', 600)))]
+
+
 def _run_failure(host, component, run, what):
     """A finding when the run itself failed (timeout, exit code, no result), else None."""
     if run.get('timed_out'):
@@ -109,7 +121,7 @@ def evaluate_nccl_tests(run, profile, host, component=None):
     except ParseError as err:
         if failure:
             return [failure]
-        return [_finding(host, 'collectives.run_failed', component, 'exit code %s, unparsable output' % run.get('rc'),
+        return [_finding(host, 'collectives.run_failed', component, 'exit code %s, unparsable output' % _rc(run),
                          'a complete nccl-tests report',
                          '%s printed nothing parsable (%s): %s' % (component, err.reason, err.excerpt or excerpt(run.get('output_tail'))))]
     curve = (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve')
@@ -118,9 +130,9 @@ def evaluate_nccl_tests(run, profile, host, component=None):
         f['component'] = component
     if failure:
         findings.append(failure)
-    elif run.get('rc') not in (0, None) and not any(f['check'] in ('collectives.incomplete', 'collectives.nccl_error') for f in findings):
-        findings.append(_finding(host, 'collectives.run_failed', component, 'exit code %s' % run.get('rc'), 'exit code 0',
-                                 '%s exited %s: %s' % (component, run.get('rc'), excerpt(run.get('output_tail'), 300))))
+    elif _rc(run) not in (0, None) and not any(f['check'] in ('collectives.incomplete', 'collectives.nccl_error') for f in findings):
+        findings.append(_finding(host, 'collectives.run_failed', component, 'exit code %s' % _rc(run), 'exit code 0',
+                                 '%s exited %s: %s' % (component, _rc(run), excerpt(run.get('output_tail'), 300))))
     return findings
 
 
@@ -133,7 +145,7 @@ def _single_result(run, host, component, what):
         return None, [failure or _finding(host, 'workload.failed', component, 'unparsable result', 'a %s line' % RESULT_TAG,
                                           '%s: %s (%s)' % (component, err.reason, err.excerpt))]
     if not results:
-        return None, [failure or _finding(host, 'workload.failed', component, 'exit code %s, no result' % run.get('rc'),
+        return None, [failure or _finding(host, 'workload.failed', component, 'exit code %s, no result' % _rc(run),
                                           'a %s line' % RESULT_TAG, '%s printed no result: %s' % (
                                               component, excerpt(run.get('output_tail') or run.get('stdout'), 400)))]
     return results[-1], ([failure] if failure else [])
@@ -239,6 +251,7 @@ EVALUATORS = {
     'fault_isolation': lambda run, profile, host: evaluate_fault_isolation(
         run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
     'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host),
+    'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
 }
 
 
@@ -251,7 +264,7 @@ def evaluate(kind, run, profile, host):
 
 def summarise_run(kind, run):
     """The figures of a run worth keeping in the report (small: no raw output)."""
-    keep = {'kind': kind, 'component': run.get('component'), 'rc': run.get('rc'), 'seconds': run.get('seconds'),
+    keep = {'kind': kind, 'component': run.get('component'), 'exit_code': _rc(run), 'seconds': run.get('seconds'),
             'command': run.get('command'), 'timed_out': run.get('timed_out')}
     try:
         if kind == 'nccl_tests':

@@ -16,7 +16,8 @@ description:
   - Runs on the controller only (an action plugin).
   - Takes a run registered from M(xuanwu.cluster.workload_run) and judges it by O(kind) against the host's profile
     (C(xuanwu_profile_resolved)); C(nccl_tests) and C(torch_allreduce) against the C(collectives) bandwidth curves,
-    C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section.
+    C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section; C(task_error) records a stage whose
+    task failed outright (O(run) holds C(task) and C(message)).
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
   - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
     (they appear in the report).
@@ -34,7 +35,7 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [ddp_smoke, fault_isolation, nccl_tests, soak, torch_allreduce]
+    choices: [ddp_smoke, fault_isolation, nccl_tests, soak, task_error, torch_allreduce]
   run:
     description: The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
       (or O(component)) naming the collective.
@@ -46,6 +47,11 @@ options:
   profile:
     description: The resolved profile. Defaults to the host's C(xuanwu_profile_resolved).
     type: dict
+  scope:
+    description: V(multinode) judges against the profile's C(collectives_multinode) curves instead of C(collectives).
+    type: str
+    choices: [node, multinode]
+    default: node
   record:
     description: Add the findings to the host's. V(false) only returns them (to decide on a diagnostic re-run first).
     type: bool

@@ -73,8 +73,10 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
-rc:
-  description: Exit code (124 when stopped by the timeout, null in check mode or when not captured).
+exit_code:
+  description:
+    - Exit code of the command (124 when stopped by the timeout; null in check mode or when not captured).
+    - Not called C(rc), so that a failing benchmark does not fail the task; the checks judge it.
   returned: always
   type: int
 stdout:
@@ -133,7 +135,7 @@ def _replay(module, directory, key):
                 text = handle.read()
         except (IOError, OSError) as err:
             module.fail_json(msg='capture bundle %s: cannot read %s: %s' % (directory, entry['file'], err))
-    return dict(rc=entry.get('rc', 0), stdout=text, output_tail=(text + entry.get('stderr', ''))[-4000:],
+    return dict(exit_code=entry.get('rc', 0), stdout=text, output_tail=(text + entry.get('stderr', ''))[-4000:],
                 seconds=float(entry.get('seconds') or 0.0), timed_out=entry.get('rc') == 124,
                 command=entry.get('command', key))
 
@@ -156,7 +158,7 @@ def main():
     p = module.params
     if p['timeout'] <= 0:
         module.fail_json(msg='timeout must be a positive number of seconds, got %d' % p['timeout'])
-    base = dict(changed=False, timeout_s=p['timeout'], rc=None, stdout='', output_tail='', seconds=0.0, timed_out=False)
+    base = dict(changed=False, timeout_s=p['timeout'], exit_code=None, stdout='', output_tail='', seconds=0.0, timed_out=False)
     if p['replay_dir']:
         replayed = _replay(module, p['replay_dir'], p['replay_key'])
         if replayed is None:
@@ -174,7 +176,7 @@ def main():
     if not os.path.isabs(exe):
         found = module.get_bin_path(exe, required=False)
         if not found:
-            base.update(rc=127, output_tail='%s: command not found' % exe)
+            base.update(exit_code=127, output_tail='%s: command not found' % exe)
             module.exit_json(**base)
         exe = found
     timeout_bin = module.get_bin_path('timeout', required=True)
@@ -184,7 +186,7 @@ def main():
     rc, out, err = module.run_command(argv, cwd=p['chdir'], environ_update=env, check_rc=False)
     seconds = round(time.time() - start, 2)
     timed_out = rc in (124, 137) and seconds >= p['timeout'] - 1
-    base.update(rc=rc, stdout=out[-p['output_limit']:], output_tail=(out + err)[-4000:], seconds=seconds,
+    base.update(exit_code=rc, stdout=out[-p['output_limit']:], output_tail=(out + err)[-4000:], seconds=seconds,
                 timed_out=timed_out)
     module.exit_json(**base)
 

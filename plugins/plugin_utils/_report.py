@@ -37,7 +37,7 @@ def _facts_summary(facts):
     }
 
 
-def host_entry(host, status, findings, facts, profile_name, profile_path, checks_run=None, error=None):
+def host_entry(host, status, findings, facts, profile_name, profile_path, checks_run=None, error=None, workloads=None):
     findings = sorted(findings or [], key=lambda f: (SEVERITY_ORDER.get(f.get('severity'), 9), f.get('check', ''), f.get('component', '')))
     counts = dict((sev, sum(1 for f in findings if f.get('severity') == sev)) for sev in ('fail', 'warn', 'info'))
     entry = {
@@ -48,6 +48,7 @@ def host_entry(host, status, findings, facts, profile_name, profile_path, checks
         'findings': findings,
         'facts_summary': _facts_summary(facts),
         'checks_run': sorted(checks_run) if checks_run is not None else None,
+        'workloads': list(workloads or []),
     }
     if error:
         entry['error'] = error
@@ -136,6 +137,52 @@ def render_junit(report, catalogue):
             % (quoteattr('xuanwu.cluster %s' % report['run_id']), total, failures, errors, '\n'.join(suites)))
 
 
+def _figures(run):
+    """A short text of a workload run's figures."""
+    parts = []
+    busbw = run.get('busbw_gbps') or {}
+    picks = [s for s in sorted(busbw, key=int) if int(s) in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]
+    if picks:
+        parts.append('busbw ' + ', '.join('%s: %s GB/s' % (_size(int(s)), busbw[s]) for s in picks))
+    if run.get('avg_busbw_gbps') is not None:
+        parts.append('avg busbw %s GB/s' % run['avg_busbw_gbps'])
+    result = run.get('result') or {}
+    for key, label in (('step_time_ms_median', 'step %s ms'), ('tokens_per_s', '%s tokens/s'), ('first_loss', 'loss %s'),
+                       ('last_loss', '-> %s'), ('seconds', 'ended in %s s'), ('rss_growth_pct', 'RSS %+.1f%%'),
+                       ('gpu_mem_growth_pct', 'GPU mem %+.1f%%')):
+        value = result.get(key)
+        if isinstance(value, float):
+            value = round(value, 2)
+        if value is not None:
+            parts.append(label % value)
+    if run.get('timed_out'):
+        parts.append('TIMED OUT')
+    if run.get('debug_log_tail'):
+        parts.append('NCCL_DEBUG=INFO log kept')
+    return '; '.join(parts) or '-'
+
+
+def _size(n):
+    for unit, div in (('GiB', 1 << 30), ('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if n >= div:
+            return '%g %s' % (n / float(div), unit)
+    return '%d B' % n
+
+
+def _md_workloads(runs):
+    if not runs:
+        return []
+    lines = ['| measured | component | figures | seconds |', '|---|---|---|---|']
+    for run in runs:
+        lines.append('| %s | %s | %s | %s |' % (_md(run.get('kind')), _md(run.get('component')), _md(_figures(run)), _md(run.get('seconds'))))
+    lines.append('')
+    for run in runs:
+        if run.get('debug_log_tail'):
+            lines += ['<details><summary>%s: NCCL_DEBUG=INFO re-run</summary>' % _md(run.get('component')), '', '```',
+                      run['debug_log_tail'][-3000:], '```', '</details>', '']
+    return lines
+
+
 def _md(value):
     return _fmt(value).replace('|', '\\|').replace('\n', ' ')
 
@@ -160,6 +207,7 @@ def render_markdown(report):
                       _md(fs.get('source'))), '']
         if entry.get('error'):
             lines += ['**Not probed:** %s' % _md(entry['error']), '']
+        lines += _md_workloads(entry.get('workloads') or [])
         if not entry['findings']:
             lines += ['No findings: every check passed.', '']
             continue
@@ -201,6 +249,16 @@ def render_html(report):
             e(_fmt(fs.get(k))) for k in ('gpu_count', 'gpu_model', 'driver_version', 'cuda_driver_version', 'nccl_version', 'os', 'kernel', 'source')))
         if entry.get('error'):
             out.append('<p><b>Not probed:</b> %s</p>' % e(entry['error']))
+        if entry.get('workloads'):
+            out.append('<table><tr><th>measured</th><th>component</th><th>figures</th><th>seconds</th></tr>')
+            for run in entry['workloads']:
+                out.append('<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+                    e(_fmt(run.get('kind'))), e(_fmt(run.get('component'))), e(_figures(run)), e(_fmt(run.get('seconds')))))
+            out.append('</table>')
+            for run in entry['workloads']:
+                if run.get('debug_log_tail'):
+                    out.append('<details><summary>%s: NCCL_DEBUG=INFO re-run</summary><pre>%s</pre></details>' % (
+                        e(_fmt(run.get('component'))), e(run['debug_log_tail'][-3000:])))
         if not entry['findings']:
             out.append('<p>No findings: every check passed.</p>')
             continue

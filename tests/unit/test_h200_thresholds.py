@@ -120,7 +120,7 @@ def test_derived_faulty_outputs_fail_with_the_right_check(name, rc, timed_out, c
 
 
 def test_a_run_that_printed_nothing_is_a_finding_quoting_what_was_read():
-    run = {'collective': 'all_reduce', 'rc': 127, 'stdout': '', 'output_tail': 'all_reduce_perf: command not found'}
+    run = {'collective': 'all_reduce', 'exit_code': 127, 'stdout': '', 'output_tail': 'all_reduce_perf: command not found'}
     findings = _workloads.evaluate_nccl_tests(run, profile(), 'h200')
     assert [f['check'] for f in findings] == ['collectives.run_failed']
     assert 'command not found' in findings[0]['message']

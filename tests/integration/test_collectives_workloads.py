@@ -1,0 +1,180 @@
+"""Integration: the collectives and workload stages of validate.yml, driven through ansible-playbook with
+test doubles for the GPU tools (named as such: they replay real nccl-tests captures) and, where the
+controller's Python has torch, the real PyTorch workloads on the CPU (gloo)."""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from test_validate_playbook import ROOT, playbook, the_report
+
+HW = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x4-nvlink')
+DERIVED = os.path.join(ROOT, 'tests', 'fixtures', 'derived', 'nccl')
+COLLECTIVES = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall', 'sendrecv']
+
+pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
+
+
+def h200_profile(tmp_path, **extra):
+    """The h200x4-nvlink curves on a profile without hardware expectations (the test host has no GPU)."""
+    with open(os.path.join(ROOT, 'profiles', 'h200x4-nvlink.yml')) as handle:
+        h200 = yaml.safe_load(handle)
+    data = {'schema_version': 1, 'name': 'curves-only', 'collectives': h200['collectives'],
+            'collectives_multinode': {'all_reduce': {'curve': [{'min_bytes': 1 << 30, 'busbw_gbps_min': 300.0}]}}}
+    data.update(extra)
+    path = tmp_path / 'curves-only.yml'
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def write_test_double(path, body):
+    """Write an executable test double."""
+    path.write_text('#!/bin/sh\n# test double: stands in for the real tool in tests\n' + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def fake_nccl_tests(bindir, log, outputs):
+    bindir.mkdir(exist_ok=True)
+    for coll in COLLECTIVES:
+        src = outputs.get(coll) or os.path.join(HW, 'nccl-tests_%s_perf_-b8_-e8G_-f2_-g4.txt' % coll)
+        if src == 'hang':
+            body = 'echo "%s $* NCCL_DEBUG=$NCCL_DEBUG" >> %s\nsleep 60\n' % (coll, log)
+        else:
+            body = 'echo "%s $* NCCL_DEBUG=$NCCL_DEBUG" >> %s\ncat %s\n' % (coll, log, src)
+        write_test_double(bindir / ('%s_perf' % coll), body)
+
+
+def inventory(tmp_path, hosts, **group_vars):
+    base = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
+    base.update(group_vars)
+    path = tmp_path / 'inventory.yml'
+    path.write_text(yaml.safe_dump({'all': {'vars': base, 'hosts': hosts}}))
+    return str(path)
+
+
+def run_validate(tmp_path, inv, *extra):
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, *extra)
+    return rc, out, the_report(reports)
+
+
+def test_collectives_on_real_captures_pass_and_every_run_is_recorded(tmp_path):
+    log = tmp_path / 'calls.log'
+    fake_nccl_tests(tmp_path / 'bin', log, {})
+    inv = inventory(tmp_path, {'gpu-a': {}}, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_collectives=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_collectives_gpus=4,
+                    xuanwu_nccl_env={'NCCL_IB_HCA': 'mlx5'})
+    rc, out, (_folder, report) = run_validate(tmp_path, inv)
+    assert rc == 0, out[-3000:]
+    entry = report['hosts']['gpu-a']
+    assert entry['status'] == 'pass', entry['findings']
+    assert [w['component'] for w in entry['workloads']] == ['%s_perf' % c for c in COLLECTIVES]
+    assert entry['workloads'][0]['busbw_gbps'][str(1 << 30)] == 354.22  # the capture's out-of-place figure at 1 GiB
+    calls = log.read_text().splitlines()
+    assert len(calls) == 5 and calls[0] == 'all_reduce -b 8 -e 8G -f 2 -g 4 NCCL_DEBUG=', calls
+
+
+def test_a_slow_curve_fails_and_is_rerun_with_nccl_debug(tmp_path):
+    log = tmp_path / 'calls.log'
+    fake_nccl_tests(tmp_path / 'bin', log, {'all_reduce': os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_slow-30pct.txt')})
+    inv = inventory(tmp_path, {'gpu-a': {}}, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_collectives=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_collectives_gpus=4, xuanwu_collectives=['all_reduce'])
+    rc, out, (folder, report) = run_validate(tmp_path, inv)
+    assert rc == 2, out[-3000:]
+    entry = report['hosts']['gpu-a']
+    low = [f for f in entry['findings'] if f['check'] == 'collectives.busbw_low']
+    assert {f['component'] for f in low} == {'all_reduce_perf'} and len(low) == 3
+    assert all(f['severity'] == 'fail' and f['measured'] < f['expected'] for f in low)
+    assert log.read_text().splitlines()[-1].endswith('NCCL_DEBUG=INFO')
+    assert entry['workloads'][0]['debug_log_tail']
+    assert 'NCCL_DEBUG=INFO re-run' in open(os.path.join(folder, 'report.md')).read()
+    assert '[collectives.busbw_low] all_reduce_perf' in out
+
+
+def test_a_hung_collective_is_stopped_at_the_bound_and_named(tmp_path):
+    fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {'all_reduce': 'hang'})
+    inv = inventory(tmp_path, {'gpu-a': {}}, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_collectives=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_collectives_gpus=4, xuanwu_collectives=['all_reduce'],
+                    xuanwu_collectives_timeout=3, xuanwu_collectives_debug_rerun=False)
+    rc, out, (_folder, report) = run_validate(tmp_path, inv)
+    assert rc == 2
+    checks = {(f['check'], f['component']) for f in report['hosts']['gpu-a']['findings'] if f['severity'] == 'fail'}
+    assert ('collectives.run_failed', 'all_reduce_perf') in checks, checks
+    assert report['hosts']['gpu-a']['workloads'][0]['timed_out'] is True
+
+
+def test_recorded_collectives_replay_through_the_same_checks(tmp_path):
+    bundle = tmp_path / 'bundle'
+    shutil.copytree(os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01'), str(bundle))
+    manifest = json.loads((bundle / 'manifest.json').read_text())
+    for coll, src in (('all_reduce', os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_wrong-results.txt')),
+                      ('all_gather', os.path.join(HW, 'nccl-tests_all_gather_perf_-b8_-e8G_-f2_-g4.txt'))):
+        shutil.copy(src, str(bundle / ('nccl_tests__%s.txt' % coll)))
+        manifest['probes'].append({'probe': 'nccl_tests:%s' % coll, 'command': '%s_perf -b 8 -e 8G -f 2 -g 4' % coll,
+                                   'rc': 0, 'file': 'nccl_tests__%s.txt' % coll})
+    (bundle / 'manifest.json').write_text(json.dumps(manifest))
+    inv = inventory(tmp_path, {'node': {'xuanwu_replay_dir': str(bundle)}}, xuanwu_profile='h200x4-nvlink',
+                    xuanwu_validate_collectives=True, xuanwu_collectives=['all_reduce', 'all_gather', 'sendrecv'])
+    rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_python_interpreter=%s' % sys.executable)
+    entry = report['hosts']['node']
+    fails = sorted({f['check'] for f in entry['findings'] if f['severity'] == 'fail'})
+    assert fails == ['collectives.out_of_bounds', 'collectives.wrong_results'], entry['findings']
+    assert [w['component'] for w in entry['workloads']] == ['all_reduce_perf', 'all_gather_perf']  # sendrecv not recorded
+    assert rc == 2
+
+
+def test_multinode_launch_line_hostfile_and_env_are_kept(tmp_path):
+    fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
+    mpirun = tmp_path / 'bin' / 'mpirun'
+    write_test_double(mpirun, 'echo "$@" > %s\ncat %s\n' % (tmp_path / 'mpirun.args',
+                                                      os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')))
+    inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
+                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
+                    xuanwu_nccl_env={'NCCL_IB_HCA': 'mlx5_0,mlx5_1', 'NCCL_SOCKET_IFNAME': 'eth0'})
+    rc, out, (folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_connection=local')
+    assert rc == 0, out[-3000:]
+    args = (tmp_path / 'mpirun.args').read_text().split()
+    assert args[:7] == ['--allow-run-as-root', '--hostfile', '/var/tmp/xuanwu-hostfile-gpu-a+gpu-b', '-np', '16', '--bind-to', 'none']
+    assert '-x' in args and 'NCCL_IB_HCA' in args and args[-1] == '1' and args[-9].endswith('/all_reduce_perf')
+    kept = os.path.join(folder, 'multinode')
+    hostfile = open(os.path.join(kept, 'gpu-a+gpu-b-all_reduce-hostfile')).read()
+    assert '10.0.0.1 slots=8' in hostfile and '10.0.0.2 slots=8' in hostfile
+    assert 'NCCL_IB_HCA=mlx5_0,mlx5_1' in open(os.path.join(kept, 'gpu-a+gpu-b-all_reduce-env.txt')).read()
+    assert 'all_reduce_perf' in open(os.path.join(kept, 'gpu-a+gpu-b-all_reduce-launch.txt')).read()
+    for host in ('gpu-a', 'gpu-b'):
+        assert report['hosts'][host]['workloads'][0]['component'] == 'multinode all_reduce_perf (gpu-a, gpu-b)'
+
+
+def torch_python():
+    for candidate in (os.path.join(ROOT, '.venv', 'bin', 'python'), sys.executable):
+        if os.path.exists(candidate) and subprocess.run([candidate, '-c', 'import torch'], stderr=subprocess.DEVNULL, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(torch_python() is None, reason='no Python with torch here')
+def test_torch_workloads_on_cpu_pass_and_report_their_figures(tmp_path):
+    profile = h200_profile(tmp_path, workloads={'fault_isolation': {'bound_s': 60}, 'soak': {'duration_s': 6, 'sample_s': 2}})
+    # The CPU is far below the H200 curve: judge bandwidth on a CPU-sized curve instead.
+    data = yaml.safe_load(open(profile))
+    data['collectives'] = {'all_reduce': {'curve': [{'min_bytes': 65536, 'busbw_gbps_min': 0.001}]}}
+    open(profile, 'w').write(yaml.safe_dump(data))
+    inv = inventory(tmp_path, {'cpu-node': {}}, xuanwu_profile=profile, xuanwu_validate_workloads=True,
+                    xuanwu_torch_python=torch_python(), xuanwu_torch_nproc=2, xuanwu_torch_allreduce_max_bytes='1M',
+                    xuanwu_torch_workloads=['allreduce_bench', 'ddp_smoke', 'fault_isolation', 'soak'],
+                    xuanwu_workload_dir=str(tmp_path / 'workloads'), xuanwu_torch_env={'GLOO_SOCKET_IFNAME': 'lo'})
+    rc, out, (_folder, report) = run_validate(tmp_path, inv)
+    entry = report['hosts']['cpu-node']
+    assert rc == 0, (entry['findings'], out[-3000:])
+    kinds = [w['kind'] for w in entry['workloads']]
+    assert kinds == ['torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak']
+    ddp = entry['workloads'][1]['result']
+    assert ddp['last_loss'] < ddp['first_loss'] and ddp['step_time_ms_median'] > 0
+    fault = entry['workloads'][2]['result']
+    assert fault['ended_with_error'] and not fault['hung'] and fault['seconds'] < 60
