@@ -36,7 +36,7 @@ def error_of(data, path='p.yml'):
 
 def test_the_shipped_profiles_are_there():
     names = sorted(os.path.basename(p)[:-4] for p in PROFILES)
-    assert names == ['a100-sxm4-8', 'h100-sxm-8', 'h200-sxm-8', 'h200x4-nvlink']
+    assert names == ['a100-sxm4-8', 'h100-sxm-8', 'h200-sxm-8', 'h200x2-nvlink', 'h200x4-nvlink']
 
 
 @pytest.mark.parametrize('path', PROFILES, ids=[os.path.basename(p) for p in PROFILES])
@@ -72,8 +72,9 @@ def test_h200x4_collective_curves():
     profile = validate_profile(_load(os.path.join(ROOT, 'profiles', 'h200x4-nvlink.yml')))
     curve = profile['collectives']['all_reduce']['curve']
     assert [p['min_bytes'] for p in curve] == [16 * 2 ** 20, 128 * 2 ** 20, 2 ** 30]
-    # 85% of the lowest measured busbw (tests/fixtures/hardware/h200x4-nvlink nccl-tests captures).
-    assert curve[-1]['busbw_gbps_min'] == pytest.approx(0.85 * 352.75, abs=0.1)
+    # 90% of the median of the lowest measured busbw at >= 1 GiB (tests/fixtures/hardware/h200x4-nvlink
+    # nccl-tests captures: 354.22, 354.2x, 353.5x in the three all_reduce runs).
+    assert curve[-1]['busbw_gbps_min'] == pytest.approx(0.9 * 354.2, abs=0.1)
 
 
 def test_defaults_are_filled_and_absent_sections_are_none():
