@@ -66,6 +66,7 @@ class ActionModule(ActionBase):
             status=status,
             summary=summary,
             failing=failing,
-            ansible_facts={'xuanwu_findings': findings, 'xuanwu_status': status},
+            # xuanwu_workloads starts empty: facts may come back from a fact cache of an earlier run.
+            ansible_facts={'xuanwu_findings': findings, 'xuanwu_status': status, 'xuanwu_workloads': []},
         )
         return result

@@ -40,7 +40,7 @@ class ActionModule(ActionBase):
                 except Exception as err:  # pylint: disable=broad-except
                     problems.append("variable '%s' cannot be templated: %s" % (name, err))
             known = _collection.role_variables()
-            for produced in ('xuanwu_profile_resolved', 'xuanwu_profile_path', 'xuanwu_findings', 'xuanwu_status',
+            for produced in ('xuanwu_profile_resolved', 'xuanwu_profile_path', 'xuanwu_findings', 'xuanwu_status', 'xuanwu_workloads',
                              'xuanwu_run_id', 'xuanwu_run_started', 'xuanwu_run_hosts', 'xuanwu_check_summary'):
                 known.setdefault(produced, {'type': 'raw'})
             known.setdefault('xuanwu_capture_dest', {'type': 'str'})
