@@ -30,7 +30,9 @@ INCLUDE="python3,python3-apt,openssh-server,openssh-client,sudo,iproute2,systemd
 HOST_PACKAGES=(podman runc netavark aardvark-dns iptables debootstrap)
 CACHE_DIR="$ROOT/.cache/test-image"
 # The cache key covers everything that changes the root filesystem.
-KEY="$(printf '%s\n' "$SUITE" "$MIRROR" "$INCLUDE" | sha256sum | cut -c1-12)"
+# IMAGE_REVISION: raise it when the build steps below change.
+IMAGE_REVISION=2
+KEY="$(printf '%s\n' "$IMAGE_REVISION" "$SUITE" "$MIRROR" "$INCLUDE" | sha256sum | cut -c1-12)"
 TARBALL="$CACHE_DIR/debian-$SUITE-$KEY.tar"
 
 log() { printf '[test-image] %s\n' "$*"; }
@@ -88,9 +90,16 @@ else
 fi
 
 # 3. The image
+# The image carries the cache key as a label: an image built by another revision of this script
+# is rebuilt.
+LABEL=org.xuanwu-cluster.test-image
 if [ "${REBUILD:-0}" != 1 ] && podman image exists "$IMAGE"; then
-    log "image $IMAGE exists ($(podman image inspect --format '{{.Created}}' "$IMAGE" | cut -d. -f1)); REBUILD=1 to rebuild"
-    exit 0
+    have="$(podman image inspect --format "{{index .Config.Labels \"$LABEL\"}}" "$IMAGE" 2>/dev/null || true)"
+    if [ "$have" = "$KEY" ]; then
+        log "image $IMAGE is up to date ($(podman image inspect --format '{{.Created}}' "$IMAGE" | cut -d. -f1)); REBUILD=1 to rebuild"
+        exit 0
+    fi
+    log "image $IMAGE was built by another revision of this script (${have:-no label}, want $KEY): rebuilding"
 fi
 
 start=$(date +%s)
@@ -107,7 +116,9 @@ deb $MIRROR $SUITE-updates main
 deb http://security.debian.org/debian-security $SUITE-security main
 EOF
     # Smaller image; apt lists are fetched again by the roles (update_cache).
+    # The lists directory is dated in the past, so that `apt: cache_valid_time` sees no fresh cache.
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*_* "$rootfs"/var/log/*.log
+    touch -d '2000-01-01' "$rootfs/var/lib/apt/lists" "$rootfs/var/lib/apt/lists/partial"
     # An empty machine-id: systemd makes a distinct one in each container at boot.
     : > "$rootfs/etc/machine-id"
     tar -C "$rootfs" --numeric-owner -cf "$TARBALL.part" .
@@ -120,6 +131,12 @@ else
     log "using cached root filesystem .cache/test-image/$(basename "$TARBALL")"
 fi
 
+old_id="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 log "podman import -> $IMAGE"
-podman import --quiet --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' "$TARBALL" "$IMAGE" >/dev/null
+podman import --quiet --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' --change "LABEL $LABEL=$KEY" \
+    "$TARBALL" "$IMAGE" >/dev/null
 log "image $IMAGE built in $(( $(date +%s) - start ))s ($(podman image inspect --format '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
+# The image it replaces, unless a container still uses it.
+if [ -n "$old_id" ] && [ "$old_id" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+    podman rmi "$old_id" >/dev/null 2>&1 || true
+fi

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Run the molecule scenarios with real containers (podman), one after another:
+#
+#   scripts/molecule.sh [SCENARIO...]     default: every molecule/*/molecule.yml
+#
+# Each scenario runs `molecule test` (create, prepare, converge, idempotence, verify, destroy;
+# verify also proves that a check-mode run changes nothing) with molecule/shared/config.yml as
+# the base configuration. Prints each scenario's time and result, then `N passed, N failed`;
+# exits non-zero if any failed. Logs: .cache/molecule-logs/<scenario>.log.
+#
+# Needs: root, the image from scripts/build-test-image.sh, and .venv with ansible (make setup);
+# molecule itself (requirements/molecule.txt) is installed into .venv here when missing.
+# Environment: VENV (default .venv), MOLECULE_IMAGE (default localhost/debian-ansible:12),
+# MOLECULE_ARGS (extra arguments to `molecule test`, e.g. --destroy=never to debug).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+VENV="${VENV:-.venv}"
+export MOLECULE_IMAGE="${MOLECULE_IMAGE:-localhost/debian-ansible:12}"
+BASE_CONFIG=molecule/shared/config.yml
+LOG_DIR=.cache/molecule-logs
+
+log() { printf '[molecule] %s\n' "$*"; }
+die() { printf '[molecule] ERROR: %s\n' "$*" >&2; exit 2; }
+
+[ -x "$VENV/bin/ansible-playbook" ] || die "$VENV/bin/ansible-playbook missing: run make setup first"
+command -v podman >/dev/null || die "podman not found: run scripts/build-test-image.sh first"
+podman image exists "$MOLECULE_IMAGE" || die "image $MOLECULE_IMAGE missing: run scripts/build-test-image.sh"
+
+# molecule and its podman driver, at the pinned versions.
+want="$(sed -n 's/^\(molecule[^=#]*\)==\([^ #]*\).*/\1 \2/p' requirements/molecule.txt | sed 's/\[[^]]*\]//' | sort)"
+have="$("$VENV/bin/python" - <<'EOF' 2>/dev/null
+from importlib import metadata
+for name in ("molecule", "molecule-plugins"):
+    try:
+        print(name, metadata.version(name))
+    except metadata.PackageNotFoundError:
+        pass
+EOF
+)"
+if [ "$(sort <<<"$have")" != "$want" ]; then
+    log "installing requirements/molecule.txt into $VENV"
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off --quiet -r requirements/molecule.txt \
+        || die "pip install -r requirements/molecule.txt failed"
+fi
+
+# `xuanwu.cluster.<role>` resolves to this checkout through .collections (as in ansible.cfg);
+# molecule writes an ansible.cfg of its own, so the paths go through the environment.
+if [ ! -e .collections/ansible_collections/xuanwu/cluster/galaxy.yml ]; then
+    mkdir -p .collections/ansible_collections/xuanwu
+    ln -sfn ../../.. .collections/ansible_collections/xuanwu/cluster
+fi
+export PATH="$ROOT/$VENV/bin:$PATH"
+export ANSIBLE_COLLECTIONS_PATH="$ROOT/.collections"
+export ANSIBLE_ROLES_PATH="$ROOT/roles"
+export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-0}" PY_COLORS="${PY_COLORS:-0}" NO_COLOR="${NO_COLOR:-1}"
+
+if [ "$#" -gt 0 ]; then
+    scenarios=("$@")
+else
+    scenarios=()
+    for f in molecule/*/molecule.yml; do
+        [ -f "$f" ] || continue
+        name="$(basename "$(dirname "$f")")"
+        [ "$name" = shared ] && continue
+        scenarios+=("$name")
+    done
+fi
+[ "${#scenarios[@]}" -gt 0 ] || die "no scenario under molecule/"
+for s in "${scenarios[@]}"; do
+    [ -f "molecule/$s/molecule.yml" ] || die "no scenario '$s' (molecule/$s/molecule.yml)"
+done
+
+mkdir -p "$LOG_DIR"
+passed=0; failed=0; failed_names=(); results=()
+start=$(date +%s)
+log "$(molecule --version 2>/dev/null | head -1 | sed 's/ using.*//'); image $MOLECULE_IMAGE; scenarios: ${scenarios[*]}"
+for s in "${scenarios[@]}"; do
+    echo
+    log "==== $s"
+    t0=$(date +%s)
+    # shellcheck disable=SC2086  # MOLECULE_ARGS is a list of words on purpose
+    molecule --base-config "$BASE_CONFIG" test --scenario-name "$s" ${MOLECULE_ARGS:-} 2>&1 | tee "$LOG_DIR/$s.log"
+    rc=${PIPESTATUS[0]}
+    dt=$(( $(date +%s) - t0 ))
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1)); results+=("$(printf '%-24s passed  %4ss' "$s" "$dt")")
+    else
+        failed=$((failed + 1)); failed_names+=("$s"); results+=("$(printf '%-24s FAILED  %4ss (exit %s, log %s)' "$s" "$dt" "$rc" "$LOG_DIR/$s.log")")
+    fi
+    log "==== $s: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${dt}s"
+done
+
+echo
+log "summary ($(( $(date +%s) - start ))s):"
+printf '  %s\n' "${results[@]}"
+echo "molecule: $passed passed, $failed failed${failed_names[*]:+ (${failed_names[*]})}"
+[ "$failed" -eq 0 ]
