@@ -168,3 +168,24 @@ def test_unreachable_host_is_reported_not_hidden(tmp_path):
     assert report['hosts']['dead-node']['status'] == 'error'
     assert 'unreachable' in report['hosts']['dead-node']['error']
     assert report['summary']['failed_hosts'] == ['dead-node']
+
+
+def test_the_real_2x_h200_capture_replays_through_validate(tmp_path):
+    """A capture bundle made by capture.yml on a real 2x H200 host (tools missing there: rc 127)."""
+    bundle = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x2-nvlink-bundle')
+    inv = write_inventory(tmp_path, {'h200x2': {'xuanwu_replay_dir': bundle}}, {'xuanwu_profile': 'h200x2-nvlink'})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports)
+    _folder, report = the_report(reports)
+    entry = report['hosts']['h200x2']
+    # That host has no chronyd: the profile requires synchronised time, so it fails there, on that alone.
+    fails = sorted((f['check'], f['component']) for f in entry['findings'] if f['severity'] == 'fail')
+    assert fails == [('host.chrony_missing', 'chrony')], entry['findings']
+    assert rc == 2
+    assert entry['facts_summary']['gpu_count'] == 2 and entry['facts_summary']['nccl_version'] == '2.28.9'
+    # With time checks overridden (as for that VM), the same capture passes with one warning (no ss).
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'r2'),
+                       '-e', '{"xuanwu_profile_overrides": {"host": {"time": null}}}')
+    assert rc == 0, out[-3000:]
+    _folder, report = the_report(tmp_path / 'r2')
+    assert report['hosts']['h200x2']['status'] == 'warn'
