@@ -189,3 +189,26 @@ def test_the_real_2x_h200_capture_replays_through_validate(tmp_path):
     assert rc == 0, out[-3000:]
     _folder, report = the_report(tmp_path / 'r2')
     assert report['hosts']['h200x2']['status'] == 'warn'
+
+
+def test_a_node_whose_driver_differs_from_its_group_is_named(tmp_path):
+    """Three nodes of one profile; one carries another driver. With the profile's pin lifted, the
+    group consistency check is what names it."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
+    make_bundles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_bundles)
+    corpus = make_bundles.load_corpus()
+    odd = str(tmp_path / 'odd')
+    make_bundles.write_bundle(make_bundles.resolve(corpus, fault='driver-version-mismatch'), odd, {'host': 'n3'})
+    hosts = {'n1': {'xuanwu_replay_dir': BUNDLE}, 'n2': {'xuanwu_replay_dir': BUNDLE}, 'n3': {'xuanwu_replay_dir': odd}}
+    inv = write_inventory(tmp_path, hosts, {'xuanwu_profile_overrides': {'software': {'driver_version': None}}})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports)
+    _folder, report = the_report(reports)
+    flagged = dict((h, [f for f in e['findings'] if f['check'] == 'consistency.software.driver_version'])
+                   for h, e in report['hosts'].items())
+    assert flagged['n1'] == [] and flagged['n2'] == []
+    assert len(flagged['n3']) == 1
+    assert flagged['n3'][0]['measured'] == '570.133.20' and flagged['n3'][0]['expected'] == '580.159.04'
+    assert report['hosts']['n3']['status'] in ('fail', 'warn')
