@@ -283,3 +283,17 @@ def summarise_run(kind, run):
     except ParseError:
         pass
     return keep
+
+
+def checks_markdown():
+    """docs/workload-checks.md: the checks of the collective benchmarks and the workloads."""
+    lines = ['# Collective and workload checks', '',
+             'Findings of `xuanwu.cluster.workload_check` (roles `collectives`, `collectives_multinode`, `torch_workloads`).',
+             'Site overrides in the profile\'s `checks` section (`disable`, `severity`) apply to them as to the node checks.',
+             'Generated from `plugins/module_utils/_workloads.py` (`WORKLOAD_CHECKS`).', '',
+             '| check | default severity | what it means | remediation |', '|---|---|---|---|']
+    for check in sorted(WORKLOAD_CHECKS):
+        spec = WORKLOAD_CHECKS[check]
+        lines.append('| `%s` | %s | %s | %s |' % (check, spec['default_severity'], spec['title'],
+                                                 spec['remediation'].replace('|', '\\|')))
+    return '\n'.join(lines) + '\n'

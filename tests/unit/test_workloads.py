@@ -1,0 +1,91 @@
+"""The workload judges: each check passes on a healthy result and fails on the faulty one."""
+import json
+import os
+
+import pytest
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(result, exit_code=0, timed_out=False, tail=''):
+    stdout = 'noise\n%s %s\n' % (_workloads.RESULT_TAG, json.dumps(result)) if result is not None else ''
+    return {'exit_code': exit_code, 'stdout': stdout, 'output_tail': tail or stdout, 'timed_out': timed_out, 'timeout_s': 60}
+
+
+def checks(findings):
+    return sorted((f['check'], f['severity']) for f in findings)
+
+
+DDP_OK = {'ok': True, 'first_loss': 9.2, 'last_loss': 5.3, 'losses': [9.2, 5.3], 'step_time_ms_median': 24.0, 'params_in_sync': True}
+
+
+def test_ddp_smoke():
+    assert _workloads.evaluate_ddp_smoke(run(DDP_OK), {}, 'h') == []
+    flat = dict(DDP_OK, last_loss=9.0)
+    assert checks(_workloads.evaluate_ddp_smoke(run(flat), {'min_loss_drop_pct': 10}, 'h')) == [('workload.ddp_smoke', 'fail')]
+    split = dict(DDP_OK, params_in_sync=False)
+    assert checks(_workloads.evaluate_ddp_smoke(run(split), {}, 'h')) == [('workload.ddp_smoke', 'fail')]
+    slow = _workloads.evaluate_ddp_smoke(run(DDP_OK), {'max_step_time_ms': 20}, 'h')
+    assert checks(slow) == [('workload.ddp_step_time', 'fail')] and slow[0]['measured'] == 24.0
+    died = _workloads.evaluate_ddp_smoke(run(None, exit_code=1, tail='RuntimeError: NCCL error'), {}, 'h')
+    assert checks(died) == [('workload.failed', 'fail')] and 'NCCL error' in died[0]['message']
+
+
+FI_OK = {'ok': True, 'ended_with_error': True, 'hung': False, 'seconds': 11.3, 'attributed': True, 'victim_rank': 1, 'bound_s': 120}
+
+
+def test_fault_isolation():
+    assert _workloads.evaluate_fault_isolation(run(FI_OK), {'bound_s': 120}, 'h') == []
+    hung = dict(FI_OK, hung=True, ended_with_error=False, seconds=121.0)
+    found = _workloads.evaluate_fault_isolation(run(hung), {'bound_s': 120}, 'node7')
+    assert checks(found) == [('workload.fault_isolation', 'fail')] and found[0]['host'] == 'node7'
+    late = dict(FI_OK, seconds=130.0)
+    assert checks(_workloads.evaluate_fault_isolation(run(late), {'bound_s': 120}, 'h')) == [('workload.fault_isolation', 'fail')]
+    blind = dict(FI_OK, attributed=False)
+    assert checks(_workloads.evaluate_fault_isolation(run(blind), {'bound_s': 120}, 'h')) == [('workload.fault_isolation', 'warn')]
+    stuck = _workloads.evaluate_fault_isolation(run(None, exit_code=124, timed_out=True), {'bound_s': 120}, 'h')
+    assert checks(stuck) == [('workload.failed', 'fail')]
+
+
+SOAK_OK = {'ok': True, 'rss_growth_pct': 0.2, 'gpu_mem_growth_pct': 0.0, 'new_errors': [], 'error': None}
+
+
+def test_soak():
+    assert _workloads.evaluate_soak(run(SOAK_OK), {}, 'h') == []
+    leak = dict(SOAK_OK, rss_growth_pct=25.0)
+    assert checks(_workloads.evaluate_soak(run(leak), {'max_rss_growth_pct': 10}, 'h')) == [('workload.soak', 'fail')]
+    gpu = dict(SOAK_OK, gpu_mem_growth_pct=12.5)
+    assert checks(_workloads.evaluate_soak(run(gpu), {}, 'h')) == [('workload.soak', 'fail')]
+    ecc = dict(SOAK_OK, new_errors=[{'host': 'h', 'gpu': 3, 'field': 'ecc.errors.uncorrected.volatile.total', 'before': 0, 'after': 2}])
+    found = _workloads.evaluate_soak(run(ecc), {}, 'h')
+    assert checks(found) == [('workload.soak', 'fail')] and found[0]['component'] == 'soak gpu3'
+
+
+def test_torch_allreduce_against_a_curve():
+    profile = {'collectives': {'all_reduce': {'curve': [{'min_bytes': 1 << 20, 'busbw_gbps_min': 100.0}]}}}
+    good = {'ok': True, 'world_size': 2, 'sizes': [{'size_bytes': 1 << 20, 'time_us': 10, 'algbw_gbps': 120, 'busbw_gbps': 120, 'wrong': 0}]}
+    assert _workloads.evaluate_torch_allreduce(run(good), profile, 'h') == []
+    low = json.loads(json.dumps(good))
+    low['sizes'][0]['busbw_gbps'] = 80
+    assert checks(_workloads.evaluate_torch_allreduce(run(low), profile, 'h')) == [('collectives.busbw_low', 'fail')]
+    wrong = json.loads(json.dumps(good))
+    wrong['sizes'][0]['wrong'] = 3
+    assert ('collectives.wrong_results', 'fail') in checks(_workloads.evaluate_torch_allreduce(run(wrong), profile, 'h'))
+
+
+def test_result_lines_and_task_errors():
+    with pytest.raises(ParseError):
+        _workloads.parse_result_lines('XUANWU_RESULT {not json')
+    assert _workloads.parse_result_lines('a\nXUANWU_RESULT {"x": 1}\nXUANWU_RESULT {"x": 2}\n') == [{'x': 1}, {'x': 2}]
+    found = _workloads.evaluate('task_error', {'task': 'Copy the workload scripts', 'message': 'disk full'}, {}, 'h')
+    assert checks(found) == [('workload.failed', 'fail')] and 'disk full' in found[0]['message']
+    with pytest.raises(ValueError):
+        _workloads.evaluate('nope', {}, {}, 'h')
+
+
+def test_every_workload_check_is_documented():
+    with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
+        assert handle.read() == _workloads.checks_markdown(), 'regenerate docs/workload-checks.md'
