@@ -4,7 +4,7 @@
 #   scripts/molecule.sh [SCENARIO...]     default: every molecule/*/molecule.yml
 #
 # Each scenario runs `molecule test` (create, prepare, converge, idempotence, verify, destroy;
-# verify also proves that a check-mode run changes nothing) with molecule/shared/config.yml as
+# verify also proves that a check-mode run changes nothing) with molecule/shared/base.yml as
 # the base configuration. Prints each scenario's time and result, then `N passed, N failed`;
 # exits non-zero if any failed. Logs: .cache/molecule-logs/<scenario>.log.
 #
@@ -18,7 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 VENV="${VENV:-.venv}"
 export MOLECULE_IMAGE="${MOLECULE_IMAGE:-localhost/debian-ansible:12}"
-BASE_CONFIG=molecule/shared/config.yml
+BASE_CONFIG=molecule/shared/base.yml
 LOG_DIR=.cache/molecule-logs
 
 log() { printf '[molecule] %s\n' "$*"; }
