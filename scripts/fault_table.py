@@ -40,8 +40,9 @@ def render(corpus):
         if fault.get('overrides'):
             changed.append('profile override')
         expect = '<br>'.join('`%s` → %s, %s' % (e['check'], e['component'], e['severity']) for e in fault['expect'])
-        rows.append('| %d | `%s` — %s | %s | %s |' % (i, fault['id'], fault['description'].replace('|', '\\|'),
-                                                     ', '.join('`%s`' % c for c in changed), expect.replace('|', '\\|')))
+        what = fault['description'].replace('|', '\\|')
+        rows.append('| %d | `%s` — %s | %s | %s |' % (i, fault['id'], what, ', '.join('`%s`' % c for c in changed),
+                                                     expect.replace('|', '\\|')))
     return HEADER + '\n'.join(rows) + '\n'
 
 

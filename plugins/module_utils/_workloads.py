@@ -102,10 +102,11 @@ def evaluate_task_error(run, host, component):
 def _run_failure(host, component, run, what):
     """A finding when the run itself failed (timeout, exit code, no result), else None."""
     if run.get('timed_out'):
+        bound = run.get('timeout_s')
+        tail = excerpt(run.get('output_tail') or '', 300)
         return _finding(host, 'workload.failed' if what != 'nccl-tests' else 'collectives.run_failed', component,
-                        'timed out after %ss' % run.get('timeout_s'), 'finishes within %ss' % run.get('timeout_s'),
-                        '%s on %s did not finish within %ss: %s' % (component, host, run.get('timeout_s'),
-                                                                     excerpt(run.get('output_tail') or '', 300)))
+                        'timed out after %ss' % bound, 'finishes within %ss' % bound,
+                        '%s on %s did not finish within %ss: %s' % (component, host, bound, tail))
     return None
 
 
@@ -246,7 +247,7 @@ def evaluate_soak(run, spec, host, component='soak'):
 
 EVALUATORS = {
     'nccl_tests': lambda run, profile, host: evaluate_nccl_tests(run, profile, host, run.get('component')),
-    'torch_allreduce': lambda run, profile, host: evaluate_torch_allreduce(run, profile, host),
+    'torch_allreduce': evaluate_torch_allreduce,
     'ddp_smoke': lambda run, profile, host: evaluate_ddp_smoke(run, ((profile or {}).get('workloads') or {}).get('ddp_smoke'), host),
     'fault_isolation': lambda run, profile, host: evaluate_fault_isolation(
         run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
@@ -294,6 +295,6 @@ def checks_markdown():
              '| check | default severity | what it means | remediation |', '|---|---|---|---|']
     for check in sorted(WORKLOAD_CHECKS):
         spec = WORKLOAD_CHECKS[check]
-        lines.append('| `%s` | %s | %s | %s |' % (check, spec['default_severity'], spec['title'],
-                                                 spec['remediation'].replace('|', '\\|')))
+        remediation = spec['remediation'].replace('|', '\\|')
+        lines.append('| `%s` | %s | %s | %s |' % (check, spec['default_severity'], spec['title'], remediation))
     return '\n'.join(lines) + '\n'

@@ -148,7 +148,7 @@ def main():
             chdir=dict(type='path'),
             timeout=dict(type='int', default=900),
             replay_dir=dict(type='path'),
-            replay_key=dict(type='str'),
+            replay_key=dict(type='str', no_log=False),
             output_limit=dict(type='int', default=200000),
         ),
         required_one_of=[('argv', 'replay_dir')],

@@ -131,8 +131,8 @@ def test_recorded_collectives_replay_through_the_same_checks(tmp_path):
 def test_multinode_launch_line_hostfile_and_env_are_kept(tmp_path):
     fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
     mpirun = tmp_path / 'bin' / 'mpirun'
-    write_test_double(mpirun, 'echo "$@" > %s\ncat %s\n' % (tmp_path / 'mpirun.args',
-                                                      os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')))
+    capture = os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')
+    write_test_double(mpirun, 'echo "$@" > %s\ncat %s\n' % (tmp_path / 'mpirun.args', capture))
     inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
                     xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
