@@ -17,10 +17,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
-_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
-_TRAILER_RE = re.compile(r'^exit=\d+$')
 
 _CA_RE = re.compile(r"^CA\s+'([^']+)'\s*$")
 _PORT_RE = re.compile(r'^Port\s+([0-9]+)\s*:\s*$')
@@ -49,20 +48,6 @@ _PORT_KEYS = {
 }
 
 _INT_PORT_KEYS = ('base_lid', 'lmc', 'sm_lid')
-
-
-def _lines(text, source):
-    """Normalise ``text`` (CRLF, ANSI colour codes, capture trailer) into a list of lines."""
-    if not isinstance(text, str):
-        raise ParseError(source, 'expected text, got %s' % type(text).__name__, text)
-    text = _ANSI_RE.sub('', text.replace('\r\n', '\n').replace('\r', '\n'))
-    lines = text.split('\n')
-    while lines and not lines[-1].strip():
-        lines.pop()
-    # Capture bundles append "exit=N" after the tool's own output.
-    if lines and _TRAILER_RE.match(lines[-1].strip()):
-        lines.pop()
-    return lines
 
 
 def _int(value, source, what, text):

@@ -21,23 +21,9 @@ import json
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
-_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
-_TRAILER_RE = re.compile(r'^exit=[0-9]+$')
-
-
-def _lines(text, source):
-    """Normalise ``text`` (CRLF, ANSI colour codes, capture trailer) into a list of lines."""
-    if not isinstance(text, str):
-        raise ParseError(source, 'expected text, got %s' % type(text).__name__, text)
-    text = _ANSI_RE.sub('', text.replace('\r\n', '\n').replace('\r', '\n'))
-    lines = text.split('\n')
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if lines and _TRAILER_RE.match(lines[-1].strip()):
-        lines.pop()
-    return lines
 
 
 def _json(text, source):

@@ -97,6 +97,24 @@ _XID_ENTRY = {
 _VERSION_PATTERN_DOC = ('Matches when the version starts with these components ("580", "580." and "580.159.04" match '
                         '580.159.04; "13.0" matches 13.0.88), or a glob ("580.*"). Quote it: YAML reads 12.10 as the number 12.1.')
 
+_COLLECTIVE_CURVES = {
+    'type': 'dict', 'description': 'One collective.',
+    'keys': {
+        'curve': {
+            'type': 'list', 'required': True, 'min_items': 1, 'check': 'curve_sorted',
+            'description': 'From min_bytes upward, busbw must reach busbw_gbps_min.',
+            'elements': {
+                'type': 'dict', 'description': 'One point.',
+                'keys': {
+                    'min_bytes': {'type': 'int', 'required': True, 'min': 1, 'description': 'Message size, bytes.'},
+                    'busbw_gbps_min': {'type': 'float', 'required': True, 'min': 0,
+                                       'description': 'Bus bandwidth, GB/s as nccl-tests prints it.'},
+                },
+            },
+        },
+    },
+}
+
 SCHEMA = {
     'type': 'dict',
     'description': 'A hardware profile: what one node type must look like.',
@@ -288,44 +306,12 @@ SCHEMA = {
         'collectives': {
             'type': 'map', 'description': 'Expected bus bandwidth per collective within one node: nccl-tests -g N and the torch all-reduce benchmark.',
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
-            'values': {
-                'type': 'dict', 'description': 'One collective.',
-                'keys': {
-                    'curve': {
-                        'type': 'list', 'required': True, 'min_items': 1, 'check': 'curve_sorted',
-                        'description': 'From min_bytes upward, busbw must reach busbw_gbps_min.',
-                        'elements': {
-                            'type': 'dict', 'description': 'One point.',
-                            'keys': {
-                                'min_bytes': {'type': 'int', 'required': True, 'min': 1, 'description': 'Message size, bytes.'},
-                                'busbw_gbps_min': {'type': 'float', 'required': True, 'min': 0,
-                                                   'description': 'Bus bandwidth, GB/s as nccl-tests prints it.'},
-                            },
-                        },
-                    },
-                },
-            },
+            'values': _COLLECTIVE_CURVES,
         },
         'collectives_multinode': {
             'type': 'map', 'description': 'Expected bus bandwidth per collective of one job across the nodes of a group (mpirun, one rank per GPU).',
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
-            'values': {
-                'type': 'dict', 'description': 'One collective.',
-                'keys': {
-                    'curve': {
-                        'type': 'list', 'required': True, 'min_items': 1, 'check': 'curve_sorted',
-                        'description': 'From min_bytes upward, busbw must reach busbw_gbps_min.',
-                        'elements': {
-                            'type': 'dict', 'description': 'One point.',
-                            'keys': {
-                                'min_bytes': {'type': 'int', 'required': True, 'min': 1, 'description': 'Message size, bytes.'},
-                                'busbw_gbps_min': {'type': 'float', 'required': True, 'min': 0,
-                                                   'description': 'Bus bandwidth, GB/s as nccl-tests prints it.'},
-                            },
-                        },
-                    },
-                },
-            },
+            'values': _COLLECTIVE_CURVES,
         },
         'workloads': {
             'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, soak).',
