@@ -46,7 +46,7 @@ def mapping(args, key_max, parse_key=int):
             pairs.append((key if key == 'all' else parse_key(key), value))
         except ValueError:
             die('Invalid mapping %s' % arg)
-    for key, _ in pairs:
+    for key, dummy in pairs:
         if key != 'all' and not 0 <= key <= key_max:
             die('Invalid mapping %s:...' % key)
     return pairs
