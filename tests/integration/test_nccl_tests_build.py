@@ -28,9 +28,8 @@ PLAYBOOK = [{
     'gather_facts': False,
     'tasks': [
         {'name': 'Build', 'ansible.builtin.include_role': {'name': 'xuanwu.cluster.nccl_tests_build'}},
-        {'name': 'Save the result', 'ansible.builtin.copy': {'content': '{{ nccl_tests_build_result | to_nice_json }}',
-                                                             'dest': '{{ test_result_file }}', 'mode': '0644'},
-         'check_mode': False, 'changed_when': False},
+        # Printed as JSON (ANSIBLE_CALLBACK_RESULT_FORMAT=json below) and read back from the output.
+        {'name': 'Show the result', 'ansible.builtin.debug': {'msg': '{{ nccl_tests_build_result | to_json }}'}},
     ],
 }]
 
@@ -99,26 +98,22 @@ class Site(object):
         return base
 
     def play(self, check=False, path_prepend=None, **overrides):
-        """Run the playbook; return (rc, output, result fact or None, changed count from PLAY RECAP)."""
+        """Run the playbook; return (rc, output, the nccl_tests_build_result fact or None, changed count from PLAY RECAP)."""
         self.runs += 1
-        result_file = os.path.join(self.tmp, 'result-%d.json' % self.runs)
         extra = os.path.join(self.tmp, 'vars-%d.json' % self.runs)
-        variables = self.vars(**overrides)
-        variables['test_result_file'] = result_file
         with open(extra, 'w') as handle:
-            json.dump(variables, handle)
+            json.dump(self.vars(**overrides), handle)
         env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
-                   ANSIBLE_CACHE_PLUGIN='memory', ANSIBLE_RETRY_FILES_ENABLED='0')
+                   ANSIBLE_CACHE_PLUGIN='memory', ANSIBLE_RETRY_FILES_ENABLED='0', ANSIBLE_PIPELINING='1',
+                   ANSIBLE_CALLBACK_RESULT_FORMAT='json')
         if path_prepend:
             env['PATH'] = path_prepend + os.pathsep + env['PATH']
         args = ['ansible-playbook', '-i', self.inventory, self.playbook, '-e', '@' + extra] + (['--check'] if check else [])
         proc = subprocess.run(args, cwd=self.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, timeout=240, check=False)
         out = proc.stdout
-        result = None
-        if os.path.exists(result_file):
-            with open(result_file) as handle:
-                result = json.load(handle)
+        shown = re.search(r'^TASK \[Show the result\].*?^ok: \[localhost\] => (\{.*?^\})$', out, re.M | re.S)
+        result = json.loads(json.loads(shown.group(1))['msg']) if shown else None
         recap = re.search(r'^localhost\s*:.*\bchanged=(\d+)', out[out.rfind('PLAY RECAP'):], re.M)
         return proc.returncode, out, result, int(recap.group(1)) if recap else None
 
@@ -197,19 +192,13 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     rc, out, _, changed = site.play(check=True)
     assert rc == 0 and changed == 0, out[-5000:]
 
-    # Forced: rebuilt in place, same build id.
-    rc, out, forced, changed = site.play(nccl_tests_build_force=True)
+    # Forced (in check mode, to keep the test fast): the same build id would be built again.
+    rc, out, forced, changed = site.play(check=True, nccl_tests_build_force=True)
     assert rc == 0 and changed > 0, out[-5000:]
-    assert forced['build_id'] == result['build_id'] and forced['built'] is True
-    assert site.build_dirs() == [os.path.basename(install)]
+    assert forced['build_id'] == result['build_id'] and forced['built'] is False
+    assert 'Would use files/nccl-tests-%s.tar.gz' % VERSION in flat(out)
+    assert os.stat(result['info_file']).st_mtime == mtime and site.build_dirs() == [os.path.basename(install)]
 
-    # Other make arguments: another build id, another directory; current follows.
-    rc, out, other, changed = site.play(nccl_tests_build_extra_make_args=['NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90'])
-    assert rc == 0, out[-5000:]
-    assert other['build_id'] != result['build_id']
-    assert site.build_dirs() == sorted([os.path.basename(install), os.path.basename(other['install_dir'])])
-    assert os.path.realpath(os.path.join(site.prefix, 'current')) == other['install_dir']
-    assert read_info(other)['make_argv'][-1] == 'NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90'
 
 
 @pytest.mark.parametrize('how', ['path', 'file_url'])
@@ -281,4 +270,29 @@ def test_check_mode_builds_nothing(site):
     assert result['built'] is False and result['cuda_home'] == site.cuda
     assert 'Would use files/nccl-tests-%s.tar.gz (on the controller) (sha256 %s)' % (VERSION, site.sha256) in flat(out)
     assert "`make -j 2 MPI=0 CUDA_HOME=%s NCCL_HOME=" % site.cuda in flat(out)
+    assert not os.path.exists(site.prefix)
+    # Other make arguments are another build.
+    args = ['NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90']
+    rc, out, other, _ = site.play(check=True, path_prepend=bindir, nccl_tests_build_cuda_home='auto', nccl_tests_build_extra_make_args=args)
+    assert rc == 0, out[-5000:]
+    assert other['build_id'] != result['build_id'] and other['make_command'].endswith(' ' + args[0])
+    assert not os.path.exists(site.prefix)
+
+
+@pytest.mark.parametrize('case', ['no_cuda', 'no_wheel'])
+def test_missing_toolchain_fails_clearly(site, case):
+    if case == 'no_cuda':
+        # A driver-only node: no nvcc.
+        empty = os.path.join(site.tmp, 'cuda-driver-only')
+        os.makedirs(os.path.join(empty, 'include'))
+        rc, out, result, _ = site.play(nccl_tests_build_cuda_home=empty)
+        expected = 'nccl_tests_build_cuda_home %s is not a CUDA toolkit on localhost: it needs bin/nvcc and include/cuda_runtime.h' % empty
+    else:
+        roots = os.path.join(site.tmp, 'opt')
+        write(os.path.join(roots, 'venv', 'lib', 'python3.11', 'site-packages', 'torch', '__init__.py'))
+        rc, out, result, _ = site.play(nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
+        expected = ("No NCCL to build nccl-tests against on localhost: no pip wheel's NCCL (nvidia/nccl/include/nccl.h and "
+                    "nvidia/nccl/lib/libnccl.so.2) in a site-packages or dist-packages below %s;" % roots)
+    assert rc != 0 and result is None
+    assert expected in flat(out), out[-3000:]
     assert not os.path.exists(site.prefix)
