@@ -5,6 +5,7 @@ tests/fixtures/standin-nccl-tests (not nccl-tests; its Makefile checks the direc
 and writes shell scripts), and the CUDA toolkit, NCCL (a directory, or pip wheels' nvidia/nccl)
 and OpenMPI are fake directories made here with the files the role looks for. Each test builds into
 its own temporary prefix."""
+import collections
 import json
 import os
 import re
@@ -19,6 +20,9 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STANDIN = os.path.join(ROOT, 'tests', 'fixtures', 'standin-nccl-tests', 'make_archive.py')
 VERSION = '0.0.0-standin'
+
+# rc, the output, the nccl_tests_build_result fact (None when the play did not get that far), changed= of the PLAY RECAP.
+Run = collections.namedtuple('Run', 'rc out result changed')
 
 pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
 
@@ -98,7 +102,7 @@ class Site(object):
         return base
 
     def play(self, check=False, path_prepend=None, **overrides):
-        """Run the playbook; return (rc, output, the nccl_tests_build_result fact or None, changed count from PLAY RECAP)."""
+        """Run the playbook with the site's variables and these overrides; return a Run."""
         self.runs += 1
         extra = os.path.join(self.tmp, 'vars-%d.json' % self.runs)
         with open(extra, 'w') as handle:
@@ -115,7 +119,7 @@ class Site(object):
         shown = re.search(r'^TASK \[Show the result\].*?^ok: \[localhost\] => (\{.*?^\})$', out, re.M | re.S)
         result = json.loads(json.loads(shown.group(1))['msg']) if shown else None
         recap = re.search(r'^localhost\s*:.*\bchanged=(\d+)', out[out.rfind('PLAY RECAP'):], re.M)
-        return proc.returncode, out, result, int(recap.group(1)) if recap else None
+        return Run(proc.returncode, out, result, int(recap.group(1)) if recap else None)
 
     def build_dirs(self):
         return sorted(d for d in os.listdir(self.prefix) if not d.startswith('.') and d != 'current') \
@@ -189,7 +193,7 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     assert 'nccl_tests_build : Build nccl-tests]' not in out
 
     # Check mode on the installed build: nothing to do.
-    rc, out, _, changed = site.play(check=True)
+    rc, out, _result, changed = site.play(check=True)
     assert rc == 0 and changed == 0, out[-5000:]
 
     # Forced (in check mode, to keep the test fast): the same build id would be built again.
@@ -200,12 +204,11 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     assert os.stat(result['info_file']).st_mtime == mtime and site.build_dirs() == [os.path.basename(install)]
 
 
-
 @pytest.mark.parametrize('how', ['path', 'file_url'])
 def test_checksum_mismatch_stops_before_anything_is_installed(site, how):
     wrong = 'ab' * 32
     archive = 'file://' + site.archive if how == 'file_url' else 'files/nccl-tests-%s.tar.gz' % VERSION
-    rc, out, result, _ = site.play(nccl_tests_build_sha256=wrong.upper(), nccl_tests_build_archive=archive)
+    rc, out, result, _changed = site.play(nccl_tests_build_sha256=wrong.upper(), nccl_tests_build_archive=archive)
     assert rc != 0 and result is None
     where = site.archive if how == 'path' else archive
     assert 'nccl-tests archive %s has sha256 %s, expected %s: refusing to build' % (where, site.sha256, wrong) in flat(out), out[-5000:]
@@ -214,7 +217,7 @@ def test_checksum_mismatch_stops_before_anything_is_installed(site, how):
 
 
 def test_malformed_checksum_fails_in_preflight(site):
-    rc, out, result, _ = site.play(nccl_tests_build_sha256='deadbeef')
+    rc, out, result, _changed = site.play(nccl_tests_build_sha256='deadbeef')
     assert rc != 0 and result is None
     assert "nccl_tests_build_sha256 must be the archive's sha256, 64 hex digits" in flat(out) and "got 'deadbeef'" in out, out[-3000:]
     assert not os.path.exists(site.prefix)
@@ -229,8 +232,8 @@ def test_file_url_works_like_a_path_and_mpi_uses_a_shim(site):
     write(os.path.join(mpi, 'bin', 'mpicc'),
           '#!/bin/sh\ncase "$1" in\n  --showme:incdirs) echo "%s" ;;\n  --showme:libdirs) echo "%s" ;;\n  *) exit 1 ;;\nesac\n'
           % (incdir, os.path.join(mpi, 'lib')), 0o755)
-    rc, out, result, _ = site.play(nccl_tests_build_archive='file://' + site.archive, nccl_tests_build_mpi='auto',
-                                   path_prepend=os.path.join(mpi, 'bin'))
+    rc, out, result, _changed = site.play(nccl_tests_build_archive='file://' + site.archive, nccl_tests_build_mpi='auto',
+                                          path_prepend=os.path.join(mpi, 'bin'))
     assert rc == 0, out[-5000:]
     assert result['mpi'] is True and result['built'] is True
     info = read_info(result)
@@ -248,7 +251,7 @@ def test_pip_wheel_nccl_is_found_and_linked_through_a_shim(site):
     newer = fake_nccl(os.path.join(roots, 'app', '.venv', 'lib', 'python3.12', 'site-packages', 'nvidia', 'nccl'), '2.26.2')
     # Not a wheel layout: ignored.
     write(os.path.join(roots, 'other', 'lib', 'libnccl.so.2'))
-    rc, out, result, _ = site.play(nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
+    rc, out, result, _changed = site.play(nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
     assert rc == 0, out[-5000:]
     info = read_info(result)
     assert info['nccl_source'] == 'wheel' and info['nccl_home'] == newer and info['nccl_version'] == '2.26.2'
@@ -273,7 +276,7 @@ def test_check_mode_builds_nothing(site):
     assert not os.path.exists(site.prefix)
     # Other make arguments are another build.
     args = ['NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90']
-    rc, out, other, _ = site.play(check=True, path_prepend=bindir, nccl_tests_build_cuda_home='auto', nccl_tests_build_extra_make_args=args)
+    rc, out, other, _changed = site.play(check=True, path_prepend=bindir, nccl_tests_build_cuda_home='auto', nccl_tests_build_extra_make_args=args)
     assert rc == 0, out[-5000:]
     assert other['build_id'] != result['build_id'] and other['make_command'].endswith(' ' + args[0])
     assert not os.path.exists(site.prefix)
@@ -285,12 +288,12 @@ def test_missing_toolchain_fails_clearly(site, case):
         # A driver-only node: no nvcc.
         empty = os.path.join(site.tmp, 'cuda-driver-only')
         os.makedirs(os.path.join(empty, 'include'))
-        rc, out, result, _ = site.play(nccl_tests_build_cuda_home=empty)
+        rc, out, result, _changed = site.play(nccl_tests_build_cuda_home=empty)
         expected = 'nccl_tests_build_cuda_home %s is not a CUDA toolkit on localhost: it needs bin/nvcc and include/cuda_runtime.h' % empty
     else:
         roots = os.path.join(site.tmp, 'opt')
         write(os.path.join(roots, 'venv', 'lib', 'python3.11', 'site-packages', 'torch', '__init__.py'))
-        rc, out, result, _ = site.play(nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
+        rc, out, result, _changed = site.play(nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
         expected = ("No NCCL to build nccl-tests against on localhost: no pip wheel's NCCL (nvidia/nccl/include/nccl.h and "
                     "nvidia/nccl/lib/libnccl.so.2) in a site-packages or dist-packages below %s;" % roots)
     assert rc != 0 and result is None
