@@ -18,9 +18,8 @@ import sys
 
 def run(argv, shell=False):
     """Run a command; return (exit status, stdout stripped)."""
-    proc = subprocess.Popen(argv, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    out = proc.communicate()[0]
-    return proc.returncode, out.strip()
+    proc = subprocess.run(argv, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout.strip()
 
 
 def fingerprints(path):
@@ -46,7 +45,7 @@ def main():
         state['units'][unit] = {'enabled': run(['systemctl', 'is-enabled', unit])[1], 'active': run(['systemctl', 'is-active', unit])[1]}
     state['files'] = {}
     for path in sorted(glob.glob('/etc/apt/sources.list.d/*') + glob.glob('/etc/apt/preferences.d/*')):
-        with open(path) as handle:
+        with open(path, encoding='utf-8') as handle:
             state['files'][path] = handle.read()
     state['keyrings'] = dict((path, fingerprints(path)) for path in sorted(glob.glob('/etc/apt/keyrings/*')))
     state['policy'] = run(['apt-cache', 'policy'] + [name for name in sys.argv[1:] if name.startswith(('nvidia-driver', 'rccl'))])[1]
