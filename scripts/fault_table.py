@@ -41,8 +41,8 @@ def render(corpus):
             changed.append('profile override')
         expect = '<br>'.join('`%s` → %s, %s' % (e['check'], e['component'], e['severity']) for e in fault['expect'])
         what = fault['description'].replace('|', '\\|')
-        rows.append('| %d | `%s` — %s | %s | %s |' % (i, fault['id'], what, ', '.join('`%s`' % c for c in changed),
-                                                     expect.replace('|', '\\|')))
+        cells = (i, fault['id'], what, ', '.join('`%s`' % c for c in changed), expect.replace('|', '\\|'))
+        rows.append('| %d | `%s` — %s | %s | %s |' % cells)
     return HEADER + '\n'.join(rows) + '\n'
 
 

@@ -28,8 +28,6 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Pars
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
-
-
 def _nonblank(text, source):
     return [line for line in _lines(text, source) if line.strip()]
 

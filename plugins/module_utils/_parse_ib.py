@@ -20,7 +20,6 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Pars
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
-
 _CA_RE = re.compile(r"^CA\s+'([^']+)'\s*$")
 _PORT_RE = re.compile(r'^Port\s+([0-9]+)\s*:\s*$')
 _KV_RE = re.compile(r'^([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)$')

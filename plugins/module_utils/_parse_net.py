@@ -24,8 +24,6 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Pars
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
-
-
 def _json(text, source):
     body = '\n'.join(_lines(text, source)).strip()
     if not body:
