@@ -67,7 +67,7 @@ def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
     # The end of the run names every failed host and its reason; the healthy one is not failed.
     recap = out[out.rindex('PLAY RECAP'):]
     for host, want in expected.items():
-        line = [l for l in recap.splitlines() if l.startswith(host)][0]
+        line = [row for row in recap.splitlines() if row.startswith(host)][0]
         assert ('failed=1' in line) == bool(want), line
         for check, component in want:
             assert '[%s] %s' % (check, component) in out
