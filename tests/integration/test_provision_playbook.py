@@ -1,0 +1,44 @@
+"""provision.yml: batches (serial), the plan in check mode, bad input stopped before anything runs."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from test_validate_playbook import playbook
+
+pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
+
+
+def inventory(tmp_path, **host_vars):
+    hosts = dict(('node%d' % i, {}) for i in range(1, 4))
+    base = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'xuanwu_profile': 'h200x4-nvlink'}
+    base.update(host_vars)
+    path = tmp_path / 'inventory.yml'
+    path.write_text(yaml.safe_dump({'all': {'vars': base, 'hosts': hosts}}))
+    return str(path)
+
+
+@pytest.mark.skipif(shutil.which('apt-get') is None, reason='the chrony role plan is exercised on an apt system')
+def test_check_mode_plans_in_batches_and_changes_nothing(tmp_path):
+    had_chrony = subprocess.run(['dpkg-query', '-W', 'chrony'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                check=False).returncode == 0
+    inv = inventory(tmp_path, xuanwu_provision=['chrony'], chrony_servers=['ntp1.example.internal'])
+    rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check', '--diff', '-e', 'xuanwu_serial=1')
+    assert rc == 0, out[-4000:]
+    assert out.count('PLAY [Provision the nodes in batches]') == 3, 'one batch per host with serial 1'
+    assert 'xuanwu.cluster.chrony' in out
+    recap = out[out.rindex('PLAY RECAP'):]
+    assert all('changed=0' not in line for line in recap.splitlines() if line.startswith('node')) or had_chrony
+    assert (subprocess.run(['dpkg-query', '-W', 'chrony'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           check=False).returncode == 0) == had_chrony, 'check mode installed something'
+
+
+def test_unknown_role_name_is_refused_before_anything_runs(tmp_path):
+    inv = inventory(tmp_path, xuanwu_provision=['chronyd'])
+    rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check')
+    assert rc != 0
+    assert 'xuanwu_provision must be one or more of: chrony' in out and 'Got no match for: chronyd' in out, out[-3000:]
+    assert 'Provision the nodes in batches' not in out
