@@ -6,7 +6,8 @@
 # Each scenario runs `molecule test` (create, prepare, converge, idempotence, verify, destroy;
 # verify also proves that a check-mode run changes nothing) with molecule/shared/base.yml as
 # the base configuration. Prints each scenario's time and result, then `N passed, N failed`;
-# exits non-zero if any failed. Logs: .cache/molecule-logs/<scenario>.log.
+# exits non-zero if any failed. Logs: .cache/molecule-logs/<scenario>.log. A scenario that is
+# already running on this machine (same container names) is waited for, not run alongside.
 #
 # Needs: root, the image from scripts/build-test-image.sh, and .venv with ansible (make setup);
 # molecule itself (requirements/molecule.txt) is installed into .venv here when missing.
@@ -79,6 +80,17 @@ log "$(molecule --version 2>/dev/null | head -1 | sed 's/ using.*//'); image $MO
 for s in "${scenarios[@]}"; do
     echo
     log "==== $s"
+    # Container names, networks and molecule's ephemeral directory are per scenario and global to
+    # the machine: two runs of one scenario at once would destroy each other's containers.
+    exec {lock_fd}>"$LOG_DIR/$s.lock"
+    if ! flock -n "$lock_fd"; then
+        log "another run of $s is in progress on this machine: waiting for it (at most 30 minutes)"
+        if ! flock -w 1800 "$lock_fd"; then
+            failed=$((failed + 1)); failed_names+=("$s"); results+=("$(printf '%-24s FAILED  (busy: another run held it for 30 minutes)' "$s")")
+            exec {lock_fd}>&-
+            continue
+        fi
+    fi
     t0=$(date +%s)
     # shellcheck disable=SC2086  # MOLECULE_ARGS is a list of words on purpose
     molecule --base-config "$BASE_CONFIG" test --scenario-name "$s" ${MOLECULE_ARGS:-} 2>&1 | tee "$LOG_DIR/$s.log"
@@ -90,6 +102,7 @@ for s in "${scenarios[@]}"; do
         failed=$((failed + 1)); failed_names+=("$s"); results+=("$(printf '%-24s FAILED  %4ss (exit %s, log %s)' "$s" "$dt" "$rc" "$LOG_DIR/$s.log")")
     fi
     log "==== $s: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${dt}s"
+    exec {lock_fd}>&-
 done
 
 echo
