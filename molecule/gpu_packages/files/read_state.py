@@ -49,7 +49,7 @@ def main():
             state['files'][path] = handle.read()
     state['keyrings'] = dict((path, fingerprints(path)) for path in sorted(glob.glob('/etc/apt/keyrings/*')))
     state['policy'] = run(['apt-cache', 'policy'] + [name for name in sys.argv[1:] if name.startswith(('nvidia-driver', 'rccl'))])[1]
-    state['home_gnupg'] = os.path.exists('/root/.gnupg')
+    state['home_gnupg'] = os.path.isdir(os.path.expanduser('~/.gnupg'))
     print(json.dumps(state))
 
 
