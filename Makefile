@@ -1,8 +1,9 @@
 # Development tasks for xuanwu.cluster. See docs/development.md.
 #
 #   make setup        create .venv (ansible-core 2.19) and .venv-2.16, link the collection
-#   make test         unit, lint, sanity and integration; prints "suites: N passed, N failed"
-#   make unit | lint | sanity | integration | bench | demo
+#   make test         unit, lint, sanity, integration and molecule; prints "suites: N passed, N failed"
+#   make unit | lint | sanity | integration | molecule | bench | demo
+#   make molecule     the roles in podman containers (root; docs/molecule.md); MOLECULE_SCENARIOS=chrony
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -13,9 +14,9 @@ VENV_216  := .venv-2.16
 CONTROLLER_VENVS := $(VENV) $(VENV_216)
 STAMP     := $(VENV)/.requirements.sha256
 PYTEST_ARGS ?= -q
-SUITES    := unit lint sanity integration
+SUITES    := unit lint sanity integration molecule
 
-.PHONY: help setup test unit lint sanity integration bench demo demo-bundles clean
+.PHONY: help setup test unit lint sanity integration molecule bench demo demo-bundles clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -47,6 +48,12 @@ integration: $(STAMP)
 		echo "== integration with $$($$venv/bin/ansible --version | sed -n 1p) ($$venv)"; \
 		PATH="$(CURDIR)/$$venv/bin:$$PATH" $$venv/bin/python -m pytest $(PYTEST_ARGS) tests/integration || rc=1; \
 	done; exit $$rc
+
+# The roles in real containers: the image (built when missing or outdated), then every scenario
+# under molecule/ (or MOLECULE_SCENARIOS), one after another. Needs root (podman, apt).
+molecule: $(STAMP)
+	bash scripts/build-test-image.sh
+	bash scripts/molecule.sh $(MOLECULE_SCENARIOS)
 
 # Pass options with BENCH_ARGS, e.g. make bench BENCH_ARGS="--hosts 50 --rounds 3".
 bench: $(STAMP) demo-bundles
