@@ -1,5 +1,4 @@
 """provision.yml: batches (serial), the plan in check mode, bad input stopped before anything runs."""
-import os
 import shutil
 import subprocess
 import sys
