@@ -27,15 +27,15 @@ library (Python 3.8+).
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import datetime
-import json
 import os
 import re
 import sys
 import time
-import traceback
 
-RESULT_TAG = 'XUANWU_RESULT'
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workload_common as common  # noqa: E402  pylint: disable=wrong-import-position
+
+RESULT_TAG = common.RESULT_TAG
 _UNITS = {'': 1, 'B': 1, 'K': 1 << 10, 'KB': 1 << 10, 'KIB': 1 << 10, 'M': 1 << 20, 'MB': 1 << 20,
           'MIB': 1 << 20, 'G': 1 << 30, 'GB': 1 << 30, 'GIB': 1 << 30}
 
@@ -46,19 +46,6 @@ def parse_size(text):
     if not match or match.group(2).upper() not in _UNITS:
         raise argparse.ArgumentTypeError('not a size: %r (use e.g. 1048576, 1M, 8G)' % (text,))
     return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
-
-
-def emit(result):
-    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
-    sys.stdout.flush()
-
-
-def pick_backend(torch, dist, wanted):
-    if wanted != 'auto':
-        return wanted
-    if torch.cuda.is_available() and dist.is_nccl_available():
-        return 'nccl'
-    return 'gloo'
 
 
 def nccl_version(torch):
@@ -102,16 +89,7 @@ def build_parser():
 
 
 def run(args, torch, dist):
-    backend = pick_backend(torch, dist, args.backend)
-    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
-    if backend == 'nccl':
-        torch.cuda.set_device(local_rank)
-        device = torch.device('cuda', local_rank)
-    else:
-        device = torch.device('cpu')
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout_s))
-    rank = dist.get_rank()
-    world = dist.get_world_size()
+    backend, device, rank, world = common.init(args, torch, dist)
     on_gpu = device.type == 'cuda'
     min_bytes = args.min_bytes if args.min_bytes is not None else (1 << 20 if on_gpu else 64 << 10)
     max_bytes = args.max_bytes if args.max_bytes is not None else (1 << 30 if on_gpu else 4 << 20)
@@ -172,35 +150,8 @@ def run(args, torch, dist):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    rank = int(os.environ.get('RANK', '0'))
-    result = {'ok': False, 'collective': 'all_reduce', 'sizes': [], 'error': None}
-    try:
-        import torch
-        import torch.distributed as dist
-        rank, result = run(args, torch, dist)
-    except Exception as exc:  # pylint: disable=broad-except
-        traceback.print_exc()
-        result['ok'] = False
-        result['error'] = '%s: %s' % (type(exc).__name__, exc)
-    finally:
-        try:
-            import torch.distributed as dist
-            if dist.is_initialized():
-                if result.get('ok'):
-                    dist.barrier()  # every rank is done before any tears its transport down
-                    dist.destroy_process_group()
-        except Exception:  # pylint: disable=broad-except
-            pass
-    if rank == 0:
-        emit(result)
-    return 0 if result.get('ok') else 1
+    return common.run_job(run, build_parser().parse_args(argv), {'ok': False, 'collective': 'all_reduce', 'sizes': [], 'error': None})
 
 
 if __name__ == '__main__':
-    CODE = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Skip interpreter teardown: a collective library's destructors can abort (SIGABRT) after the
-    # work is done and the result is out, which would turn a pass into a failure.
-    os._exit(CODE)
+    common.finish(main())

@@ -28,30 +28,17 @@ and every rank exits 1 on failure. Needs only torch and the standard library (Py
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import datetime
-import json
 import math
 import os
 import sys
 import time
-import traceback
 
-RESULT_TAG = 'XUANWU_RESULT'
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workload_common as common  # noqa: E402  pylint: disable=wrong-import-position
+
+RESULT_TAG = common.RESULT_TAG
 GPU_DEFAULTS = {'d_model': 512, 'layers': 6, 'heads': 8, 'ff': 2048, 'vocab': 8192, 'seq': 256, 'batch': 16, 'lr': 1e-3}
 CPU_DEFAULTS = {'d_model': 64, 'layers': 2, 'heads': 4, 'ff': 128, 'vocab': 64, 'seq': 32, 'batch': 8, 'lr': 3e-3}
-
-
-def emit(result):
-    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
-    sys.stdout.flush()
-
-
-def pick_backend(torch, dist, wanted):
-    if wanted != 'auto':
-        return wanted
-    if torch.cuda.is_available() and dist.is_nccl_available():
-        return 'nccl'
-    return 'gloo'
 
 
 def median(values):
@@ -121,15 +108,7 @@ def make_batches(torch, cfg, rank, seed, count):
 def run(args, torch, dist):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    backend = pick_backend(torch, dist, args.backend)
-    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
-    if backend == 'nccl':
-        torch.cuda.set_device(local_rank)
-        device = torch.device('cuda', local_rank)
-    else:
-        device = torch.device('cpu')
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout_s))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    backend, device, rank, world = common.init(args, torch, dist)
     on_gpu = device.type == 'cuda'
     cfg = dict(GPU_DEFAULTS if on_gpu else CPU_DEFAULTS)
     for key in list(cfg):
@@ -142,7 +121,7 @@ def run(args, torch, dist):
     torch.manual_seed(args.seed)
     model = make_model(torch, cfg).to(device)
     params = sum(p.numel() for p in model.parameters())
-    ddp = DDP(model, device_ids=[local_rank] if on_gpu else None)
+    ddp = DDP(model, device_ids=[device.index] if on_gpu else None)
     optimizer = torch.optim.AdamW(ddp.parameters(), lr=cfg['lr'], weight_decay=0.0)
     loss_fn = torch.nn.CrossEntropyLoss()
     batches = [(x.to(device), y.to(device)) for x, y in make_batches(torch, cfg, rank, args.seed, 4)]
@@ -206,32 +185,8 @@ def run(args, torch, dist):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    rank = int(os.environ.get('RANK', '0'))
-    result = {'ok': False, 'losses': [], 'error': None}
-    try:
-        import torch
-        import torch.distributed as dist
-        rank, result = run(args, torch, dist)
-    except Exception as exc:  # pylint: disable=broad-except
-        traceback.print_exc()
-        result['ok'] = False
-        result['error'] = '%s: %s' % (type(exc).__name__, exc)
-    else:
-        try:
-            dist.barrier()  # every rank is done before any tears its transport down
-            dist.destroy_process_group()
-        except Exception:  # pylint: disable=broad-except
-            pass
-    if rank == 0:
-        emit(result)
-    return 0 if result.get('ok') else 1
+    return common.run_job(run, build_parser().parse_args(argv), {'ok': False, 'losses': [], 'error': None})
 
 
 if __name__ == '__main__':
-    CODE = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Skip interpreter teardown: a collective library's destructors can abort (SIGABRT) after the
-    # work is done and the result is out, which would turn a pass into a failure.
-    os._exit(CODE)
+    common.finish(main())

@@ -33,7 +33,6 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import datetime
-import json
 import os
 import re
 import signal
@@ -41,16 +40,14 @@ import sys
 import time
 import traceback
 
-RESULT_TAG = 'XUANWU_RESULT'
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workload_common as common  # noqa: E402  pylint: disable=wrong-import-position
+
+RESULT_TAG = common.RESULT_TAG
 NCCL_ENV = {'TORCH_NCCL_ASYNC_ERROR_HANDLING': '1', 'TORCH_NCCL_BLOCKING_WAIT': '1'}
 LEGACY_NCCL_ENV = {'NCCL_ASYNC_ERROR_HANDLING': '1', 'NCCL_BLOCKING_WAIT': '1'}   # torch < 2.2 reads these
 POLL_S = 0.0005
 STATE = {'reported': False, 'last_ok': None, 'iterations': 0, 'base': {}}
-
-
-def emit(result):
-    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
-    sys.stdout.flush()
 
 
 def report(error, error_type):
@@ -67,20 +64,12 @@ def report(error, error_type):
         'seconds_to_error': round(now - last, 3) if (error is not None and last is not None) else None,
         'iterations': STATE['iterations'],
     })
-    emit(result)
+    common.emit(result)
 
 
 def on_sigterm(signum, _frame):
     report('terminated by the launcher (signal %d) before the collective failed' % signum, 'Terminated')
     os._exit(1)
-
-
-def pick_backend(torch, dist, wanted):
-    if wanted != 'auto':
-        return wanted
-    if torch.cuda.is_available() and dist.is_nccl_available():
-        return 'nccl'
-    return 'gloo'
 
 
 def build_parser():
@@ -110,7 +99,7 @@ def main(argv=None):
     for key, value in env.items():
         os.environ.setdefault(key, value)
 
-    backend = pick_backend(torch, dist, args.backend)
+    backend = common.pick_backend(torch, dist, args.backend)
     local_rank = int(os.environ.get('LOCAL_RANK', '0'))
     if backend == 'nccl':
         torch.cuda.set_device(local_rank)

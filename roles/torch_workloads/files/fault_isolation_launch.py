@@ -36,13 +36,11 @@ import sys
 import threading
 import time
 
-RESULT_TAG = 'XUANWU_RESULT'
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workload_common as common  # noqa: E402  pylint: disable=wrong-import-position
+
+RESULT_TAG = common.RESULT_TAG
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def emit(result):
-    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
-    sys.stdout.flush()
 
 
 def free_port():
@@ -168,7 +166,7 @@ def main(argv=None):
         'nproc_per_node': args.nproc_per_node,
         'command': command,
     }
-    emit(result)
+    common.emit(result)
     return 0 if result['ok'] else 1
 
 

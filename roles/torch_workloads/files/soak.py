@@ -30,16 +30,17 @@ and every rank exits 1 on failure. Needs only torch and the standard library (Py
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import datetime
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-import traceback
 
-RESULT_TAG = 'XUANWU_RESULT'
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workload_common as common  # noqa: E402  pylint: disable=wrong-import-position
+
+RESULT_TAG = common.RESULT_TAG
 MIB = 1 << 20
 # nvidia-smi --query-gpu field sets, richest first (older drivers lack remapped rows; some GPUs lack all)
 GPU_FIELD_SETS = (
@@ -48,19 +49,6 @@ GPU_FIELD_SETS = (
     ('index', 'ecc.errors.uncorrected.volatile.total', 'retired_pages.double_bit.count', 'retired_pages.pending'),
     ('index', 'ecc.errors.uncorrected.volatile.total'),
 )
-
-
-def emit(result):
-    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
-    sys.stdout.flush()
-
-
-def pick_backend(torch, dist, wanted):
-    if wanted != 'auto':
-        return wanted
-    if torch.cuda.is_available() and dist.is_nccl_available():
-        return 'nccl'
-    return 'gloo'
 
 
 def rss_kib():
@@ -166,15 +154,7 @@ def build_parser():
 
 
 def run(args, torch, dist):
-    backend = pick_backend(torch, dist, args.backend)
-    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
-    if backend == 'nccl':
-        torch.cuda.set_device(local_rank)
-        device = torch.device('cuda', local_rank)
-    else:
-        device = torch.device('cpu')
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout_s))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    backend, device, rank, world = common.init(args, torch, dist)
     on_gpu = device.type == 'cuda'
     host = socket.gethostname()
     size = args.size_bytes or (64 * MIB if on_gpu else 256 << 10)
@@ -184,7 +164,7 @@ def run(args, torch, dist):
     left = torch.randn(n, n, device=device).to(dtype)
     right = torch.randn(n, n, device=device).to(dtype)
     stop = torch.zeros(1, dtype=torch.int32, device=device)
-    counters = GpuCounters(enabled=(local_rank == 0 and on_gpu) or os.environ.get('XUANWU_SOAK_GPU_COUNTERS') == '1')
+    counters = GpuCounters(enabled=(int(os.environ.get('LOCAL_RANK', '0')) == 0 and on_gpu) or os.environ.get('XUANWU_SOAK_GPU_COUNTERS') == '1')
     leaked = []
     samples = []
     began = time.monotonic()
@@ -249,32 +229,8 @@ def run(args, torch, dist):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    rank = int(os.environ.get('RANK', '0'))
-    result = {'ok': False, 'samples': [], 'new_errors': [], 'error': None}
-    try:
-        import torch
-        import torch.distributed as dist
-        rank, result = run(args, torch, dist)
-    except Exception as exc:  # pylint: disable=broad-except
-        traceback.print_exc()
-        result['ok'] = False
-        result['error'] = '%s: %s' % (type(exc).__name__, exc)
-    else:
-        try:
-            dist.barrier()  # every rank is done before any tears its transport down
-            dist.destroy_process_group()
-        except Exception:  # pylint: disable=broad-except
-            pass
-    if rank == 0:
-        emit(result)
-    return 0 if result.get('ok') else 1
+    return common.run_job(run, build_parser().parse_args(argv), {'ok': False, 'samples': [], 'new_errors': [], 'error': None})
 
 
 if __name__ == '__main__':
-    CODE = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Skip interpreter teardown: a collective library's destructors can abort (SIGABRT) after the
-    # work is done and the result is out, which would turn a pass into a failure.
-    os._exit(CODE)
+    common.finish(main())

@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every workload script shares: the result line, the backend choice and the job's life cycle.
+
+Copied next to the scripts; they import it from their own directory. Standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import sys
+import traceback
+
+RESULT_TAG = 'XUANWU_RESULT'
+
+
+def emit(result):
+    """Print the one result line a role parses."""
+    sys.stdout.write('%s %s\n' % (RESULT_TAG, json.dumps(result, sort_keys=True)))
+    sys.stdout.flush()
+
+
+def pick_backend(torch, dist, wanted):
+    """NCCL on GPUs, gloo on the CPU, unless a backend is asked for."""
+    if wanted != 'auto':
+        return wanted
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        return 'nccl'
+    return 'gloo'
+
+
+def run_job(run, args, result):
+    """Run ``run(args, torch, dist) -> (rank, result)`` and tear the process group down cleanly.
+
+    ``result`` is what rank 0 prints when ``run`` fails before returning one. Every rank waits
+    for the others before the transport is torn down. Returns the exit code (0 when ok).
+    """
+    rank = int(os.environ.get('RANK', '0'))
+    try:
+        import torch
+        import torch.distributed as dist
+        rank, result = run(args, torch, dist)
+    except Exception as exc:  # pylint: disable=broad-except
+        traceback.print_exc()
+        result['ok'] = False
+        result['error'] = '%s: %s' % (type(exc).__name__, exc)
+    else:
+        try:
+            if result.get('ok') and dist.is_initialized():
+                dist.barrier()  # every rank is done before any tears its transport down
+                dist.destroy_process_group()
+        except Exception:  # pylint: disable=broad-except
+            pass
+    if rank == 0:
+        emit(result)
+    return 0 if result.get('ok') else 1
+
+
+def finish(code):
+    """Exit without interpreter teardown: a collective library's destructors can abort (SIGABRT)
+    after the work is done and the result is out, which would turn a pass into a failure."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def init(args, torch, dist):
+    """Join the process group the launcher set up; return ``(backend, device, rank, world)``.
+
+    ``args.backend`` (auto, nccl, gloo) and ``args.timeout_s`` (collective timeout) come from the
+    script's command line.
+    """
+    import datetime
+    backend = pick_backend(torch, dist, args.backend)
+    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
+    if backend == 'nccl':
+        torch.cuda.set_device(local_rank)
+        device = torch.device('cuda', local_rank)
+    else:
+        device = torch.device('cpu')
+    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout_s))
+    return backend, device, dist.get_rank(), dist.get_world_size()
