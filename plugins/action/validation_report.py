@@ -47,11 +47,10 @@ class ActionModule(ActionBase):
                 facts = hv.get('xuanwu_facts')
                 profile = hv.get('xuanwu_profile_resolved') or {}
                 path = hv.get('xuanwu_profile_path')
-                checks_run = hv.get('xuanwu_checks_run')
                 probe_error = hv.get('node_health_probe_error')
                 workloads = hv.get('xuanwu_workloads')
             except Exception as err:  # pylint: disable=broad-except
-                status, findings, facts, profile, path, checks_run, probe_error, workloads = None, None, None, {}, None, None, None, None
+                status, findings, facts, profile, path, probe_error, workloads = None, None, None, {}, None, None, None
                 self._display.warning('cannot read the results of %s: %s' % (host, err))
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
@@ -60,7 +59,7 @@ class ActionModule(ActionBase):
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
-                entries[host] = _report.host_entry(host, status, findings, facts, name, path, checks_run=checks_run, workloads=workloads)
+                entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
         report = _report.build_report(
             run_id=args['run_id'], started_at=args['started_at'], finished_at=_now(),
             collection_version=_collection.version(), ansible_version=ANSIBLE_VERSION,

@@ -21,15 +21,8 @@ description:
   - With O(consistency), the driver, NCCL, CUDA toolkit and kernel versions are also compared with the other
     hosts of the play that use the same profile; a host that differs from the majority gets a finding.
   - The task itself does not fail on findings; it sets C(xuanwu_findings) and C(xuanwu_status).
-author:
-  - xuanwu.cluster contributors (@xuanwu-cluster)
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
 options:
   facts:
     description: The facts to check. Defaults to the host's C(xuanwu_facts).

@@ -23,8 +23,8 @@ description:
   - With O(replay_dir) the probes read a capture bundle instead of running the tools, through the same
     parsers. With O(capture_dir) every raw output is also saved as a capture bundle (a support bundle).
   - The facts are described in C(docs/facts.md), the bundle format in C(docs/capture-format.md).
-author:
-  - xuanwu.cluster contributors (@xuanwu-cluster)
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
 attributes:
   check_mode:
     support: full

@@ -19,15 +19,8 @@ description:
   - With O(check_variables), also rejects C(xuanwu_*) inventory variables that no role of the collection declares
     (suggesting the closest known name) or whose type is wrong, and a C(xuanwu_replay_dir) that holds no capture bundle.
   - Every problem of the host is reported in one message naming the file or variable and the key; nothing is changed.
-author:
-  - xuanwu.cluster contributors (@xuanwu-cluster)
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
 options:
   profile:
     description: Profile name (for example C(h200x4-nvlink)) or path to a profile YAML file.

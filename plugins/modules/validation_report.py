@@ -19,15 +19,8 @@ description:
     C(report.md) and C(report.html) into O(report_dir)/O(run_id)/.
   - A host without C(xuanwu_status) (unreachable, or failed before its checks) is reported with status C(error).
   - The report is written in check mode too, because it is the record of the run, kept on the controller.
-author:
-  - xuanwu.cluster contributors (@xuanwu-cluster)
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
 options:
   hosts:
     description: Hosts to report on.

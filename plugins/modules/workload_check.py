@@ -21,15 +21,8 @@ description:
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
   - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
     (they appear in the report).
-author:
-  - xuanwu.cluster contributors (@xuanwu-cluster)
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
 options:
   kind:
     description: What ran.

@@ -19,8 +19,8 @@ description:
   - The module does not judge the result; M(xuanwu.cluster.workload_check) does, on the controller.
   - With O(replay_dir), the output is read from a capture bundle (entry O(replay_key) of its C(manifest.json))
     instead of running anything, so recorded runs go through the same checks.
-author:
-  - xuanwu.cluster contributors (@xuanwu-cluster)
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
 attributes:
   check_mode:
     support: full

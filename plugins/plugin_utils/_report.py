@@ -37,7 +37,7 @@ def _facts_summary(facts):
     }
 
 
-def host_entry(host, status, findings, facts, profile_name, profile_path, checks_run=None, error=None, workloads=None):
+def host_entry(host, status, findings, facts, profile_name, profile_path, error=None, workloads=None):
     findings = sorted(findings or [], key=lambda f: (SEVERITY_ORDER.get(f.get('severity'), 9), f.get('check', ''), f.get('component', '')))
     counts = dict((sev, sum(1 for f in findings if f.get('severity') == sev)) for sev in ('fail', 'warn', 'info'))
     entry = {
@@ -47,7 +47,6 @@ def host_entry(host, status, findings, facts, profile_name, profile_path, checks
         'counts': counts,
         'findings': findings,
         'facts_summary': _facts_summary(facts),
-        'checks_run': sorted(checks_run) if checks_run is not None else None,
         'workloads': list(workloads or []),
     }
     if error:
@@ -100,10 +99,7 @@ def render_junit(report, catalogue):
         by_check = {}
         for finding in entry['findings']:
             by_check.setdefault(finding['check'], []).append(finding)
-        check_ids = entry.get('checks_run')
-        if check_ids is None:
-            check_ids = sorted(catalogue)
-        check_ids = sorted(set(check_ids) | set(by_check))
+        check_ids = sorted(set(catalogue) | set(by_check))
         cases = []
         h_fail = h_err = 0
         if entry.get('error'):

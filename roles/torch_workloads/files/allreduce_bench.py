@@ -89,7 +89,7 @@ def build_parser():
 
 
 def run(args, torch, dist):
-    backend, device, rank, world = common.init(args, torch, dist)
+    backend, device, rank, world = common.init(torch, dist, args.backend, args.timeout_s)
     on_gpu = device.type == 'cuda'
     min_bytes = args.min_bytes if args.min_bytes is not None else (1 << 20 if on_gpu else 64 << 10)
     max_bytes = args.max_bytes if args.max_bytes is not None else (1 << 30 if on_gpu else 4 << 20)

@@ -108,7 +108,7 @@ def make_batches(torch, cfg, rank, seed, count):
 def run(args, torch, dist):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    backend, device, rank, world = common.init(args, torch, dist)
+    backend, device, rank, world = common.init(torch, dist, args.backend, args.timeout_s)
     on_gpu = device.type == 'cuda'
     cfg = dict(GPU_DEFAULTS if on_gpu else CPU_DEFAULTS)
     for key in list(cfg):

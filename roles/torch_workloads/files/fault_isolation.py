@@ -32,7 +32,6 @@ Needs only torch and the standard library (Python 3.8+).
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import datetime
 import os
 import re
 import signal
@@ -99,15 +98,7 @@ def main(argv=None):
     for key, value in env.items():
         os.environ.setdefault(key, value)
 
-    backend = common.pick_backend(torch, dist, args.backend)
-    local_rank = int(os.environ.get('LOCAL_RANK', '0'))
-    if backend == 'nccl':
-        torch.cuda.set_device(local_rank)
-        device = torch.device('cuda', local_rank)
-    else:
-        device = torch.device('cpu')
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    backend, device, rank, world = common.init(torch, dist, args.backend, timeout_s)
     if not 0 <= args.victim_rank < world:
         raise SystemExit('--victim-rank %d is not a rank of this job (world size %d)' % (args.victim_rank, world))
     STATE['base'] = {'rank': rank, 'victim_rank': args.victim_rank, 'backend': backend, 'world_size': world,

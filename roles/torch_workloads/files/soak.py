@@ -154,7 +154,7 @@ def build_parser():
 
 
 def run(args, torch, dist):
-    backend, device, rank, world = common.init(args, torch, dist)
+    backend, device, rank, world = common.init(torch, dist, args.backend, args.timeout_s)
     on_gpu = device.type == 'cuda'
     host = socket.gethostname()
     size = args.size_bytes or (64 * MIB if on_gpu else 256 << 10)

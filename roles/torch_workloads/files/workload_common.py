@@ -66,19 +66,18 @@ def finish(code):
     os._exit(code)
 
 
-def init(args, torch, dist):
+def init(torch, dist, wanted_backend, timeout_s):
     """Join the process group the launcher set up; return ``(backend, device, rank, world)``.
 
-    ``args.backend`` (auto, nccl, gloo) and ``args.timeout_s`` (collective timeout) come from the
-    script's command line.
+    ``wanted_backend`` is auto, nccl or gloo; ``timeout_s`` bounds every collective.
     """
     import datetime
-    backend = pick_backend(torch, dist, args.backend)
+    backend = pick_backend(torch, dist, wanted_backend)
     local_rank = int(os.environ.get('LOCAL_RANK', '0'))
     if backend == 'nccl':
         torch.cuda.set_device(local_rank)
         device = torch.device('cuda', local_rank)
     else:
         device = torch.device('cpu')
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout_s))
+    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
     return backend, device, dist.get_rank(), dist.get_world_size()
