@@ -271,8 +271,8 @@ def summarise_run(kind, run):
         if kind == 'nccl_tests':
             parsed = parse_nccl_tests(run.get('stdout') or '')
             keep['avg_busbw_gbps'] = parsed.get('avg_busbw_gbps')
-            keep['busbw_gbps'] = dict((str(r['size_bytes']), (r.get('out_of_place') or {}).get('busbw_gbps'))
-                                      for r in parsed.get('rows') or [])
+            keep['busbw_gbps'] = dict((str(size), busbw) for size, busbw in _collectives.busbw_by_size(parsed).items())
+            keep['cycles'] = parsed.get('cycles')
         else:
             results = parse_result_lines(run.get('stdout') or '')
             if results:
