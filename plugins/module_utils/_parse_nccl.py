@@ -17,7 +17,7 @@ print on stdout.
             out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong},
             in_place: {...} | None}]          # None when the binary prints only one block
                                  # every row printed, in order: with -N R (run cycles) each size appears R times
-    cycles: 3                    # the most rows any one size has (1 for a plain sweep, 0 when no row was printed)
+    cycles: 3                    # sweeps printed (-N 3; 1 for a plain run, 0 when no row was printed)
     partial_row: {size_bytes, count, type, redop, root} | None   # a size that was started, not finished
     avg_busbw_gbps: 122.457      # "# Avg bus bandwidth : ..." trailer, None when absent
     out_of_bounds: {count: 0, ok: true} | None
@@ -394,7 +394,6 @@ def _finish(result, state):
         # the run stopped after the out-of-place half of the last size
         last = result['rows'].pop()
         result['partial_row'] = dict((k, last[k]) for k in ('size_bytes', 'count', 'type', 'redop', 'root'))
-    per_size = {}
-    for row in result['rows']:
-        per_size[row['size_bytes']] = per_size.get(row['size_bytes'], 0) + 1
-    result['cycles'] = max(per_size.values()) if per_size else 0
+    # a cycle starts again where the size goes down (sizes can repeat within one: all_gather -b 8 -g 2 prints 0 twice)
+    sizes = [row['size_bytes'] for row in result['rows']]
+    result['cycles'] = (1 + sum(1 for prev, size in zip(sizes, sizes[1:]) if size < prev)) if sizes else 0
