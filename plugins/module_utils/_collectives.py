@@ -234,8 +234,9 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
     ``tolerance`` (a fraction, e.g. 0.05) lowers every floor by that share, for profiles that keep the
     nominal numbers but accept noise. Checks: collectives.busbw_low (one finding per curve point that
     some row misses: the worst row), collectives.wrong_results, collectives.out_of_bounds,
-    collectives.nccl_error, collectives.incomplete, collectives.coverage (warn: the run stopped below a
-    curve point).
+    collectives.nccl_error (an error line, or NCCL warnings in a run that did not finish),
+    collectives.nccl_warn (warn: NCCL warnings in a run that finished), collectives.incomplete,
+    collectives.coverage (warn: the run stopped below a curve point).
     """
     if tolerance is not None:
         tolerance = float(tolerance)
@@ -269,14 +270,18 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
 
     quoted = list(parsed.get('warnings') or []) + list(parsed.get('errors') or [])
     if quoted:
+        # NCCL WARN lines in a run that failed (an error line, or no summary) explain the failure: fail;
+        # in a run that finished they are a warning only.
+        failed = bool(parsed.get('errors')) or not parsed.get('complete', False)
         shown = quoted[:10]
         more = len(quoted) - len(shown)
         findings.append(_finding(
-            host, 'collectives.nccl_error', component,
-            SEVERITY_FAIL if parsed.get('errors') else SEVERITY_WARN,
+            host, 'collectives.nccl_error' if failed else 'collectives.nccl_warn', component,
+            SEVERITY_FAIL if failed else SEVERITY_WARN,
             shown, 'no NCCL WARN or test error lines',
-            '%s printed %d NCCL warning(s) and %d error line(s): %s%s'
+            '%s printed %d NCCL warning(s) and %d error line(s)%s: %s%s'
             % (component, len(parsed.get('warnings') or []), len(parsed.get('errors') or []),
+               '' if failed else ' in a run that finished',
                ' | '.join(shown), ' (and %d more)' % more if more > 0 else ''),
             REMEDIATION_NCCL_ERROR))
 

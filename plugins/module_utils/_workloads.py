@@ -32,7 +32,11 @@ WORKLOAD_CHECKS = {
     'collectives.out_of_bounds': {
         'title': 'Out-of-bounds result blocks', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_OOB},
     'collectives.nccl_error': {
-        'title': 'NCCL warnings or errors', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_NCCL_ERROR},
+        'title': 'NCCL errors, or NCCL warnings in a run that did not finish', 'default_severity': 'fail',
+        'remediation': _collectives.REMEDIATION_NCCL_ERROR},
+    'collectives.nccl_warn': {
+        'title': 'NCCL warnings in a run that finished', 'default_severity': 'warn',
+        'remediation': _collectives.REMEDIATION_NCCL_ERROR},
     'collectives.incomplete': {
         'title': 'Benchmark output incomplete', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_INCOMPLETE},
     'collectives.coverage': {

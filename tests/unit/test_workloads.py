@@ -3,6 +3,7 @@ import json
 import os
 
 import pytest
+import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
@@ -89,3 +90,45 @@ def test_result_lines_and_task_errors():
 def test_every_workload_check_is_documented():
     with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
         assert handle.read() == _workloads.checks_markdown(), 'regenerate docs/workload-checks.md'
+
+
+def documented_severities():
+    """{check: default severity} as docs/workload-checks.md states it (its table, read as a user reads it)."""
+    severities = {}
+    with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
+        for line in handle:
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            if len(cells) >= 2 and cells[0].startswith('`') and cells[0].endswith('`'):
+                severities[cells[0].strip('`')] = cells[1]
+    return severities
+
+
+NCCL_DERIVED = os.path.join(ROOT, 'tests', 'fixtures', 'derived', 'nccl')
+NCCL_HW = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x4-nvlink')
+SEVERITY_CASES = [(os.path.join(NCCL_DERIVED, name), rc, timed_out) for name, rc, timed_out in (
+    ('nccl-tests_all_reduce_perf_truncated-nccl-warn.txt', 1, False),
+    ('nccl-tests_all_reduce_perf_truncated-nccl-warn.txt', 0, False),
+    ('nccl-tests_all_reduce_perf_nccl-warn-oom.txt', 1, False),
+    ('nccl-tests_all_reduce_perf_truncated.txt', 1, False),
+    ('nccl-tests_all_reduce_perf_timeout.txt', 124, True),
+    ('nccl-tests_all_reduce_perf_wrong-results.txt', 0, False),
+    ('nccl-tests_all_reduce_perf_slow-30pct.txt', 0, False),
+)] + [(os.path.join(NCCL_HW, 'nccl-tests_all_reduce_perf_NCCL_DEBUG=INFO.txt'), 0, False)]
+
+
+@pytest.mark.parametrize('path, rc, timed_out', SEVERITY_CASES,
+                         ids=['%s-rc%s' % (os.path.basename(p)[len('nccl-tests_all_reduce_perf_'):-4], rc) for p, rc, _t in SEVERITY_CASES])
+def test_produced_severities_are_the_documented_ones(path, rc, timed_out):
+    documented = documented_severities()
+    with open(path) as handle:
+        text = handle.read()
+    with open(os.path.join(ROOT, 'profiles', 'h200x4-nvlink.yml')) as handle:
+        profile = yaml.safe_load(handle)
+    for stdout in (text, text + 'vm:2196:2234 [0] init.cc:1 NCCL WARN something odd\n'):
+        run = {'collective': 'all_reduce', 'rc': rc, 'stdout': stdout, 'output_tail': stdout[-2000:],
+               'timed_out': timed_out, 'timeout_s': 900}
+        findings = _workloads.evaluate_nccl_tests(run, profile, 'h')
+        assert findings or path.endswith('INFO.txt')
+        for f in findings:
+            assert f['check'] in documented, f['check']
+            assert f['severity'] == documented[f['check']], (f['check'], f['severity'], f['message'])

@@ -180,7 +180,7 @@ def test_warnings_alone_are_a_warning():
     parsed = _parse(os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt'))
     parsed['warnings'] = ['vm:1:2 [0] init.cc:1 NCCL WARN something odd']
     findings = col.evaluate_curve(parsed, [], 'n', 'all_reduce')
-    assert [(f['check'], f['severity']) for f in findings] == [('collectives.nccl_error', 'warn')]
+    assert [(f['check'], f['severity']) for f in findings] == [('collectives.nccl_warn', 'warn')]
 
 
 def test_threshold_semantics():
