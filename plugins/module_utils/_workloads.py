@@ -39,6 +39,12 @@ WORKLOAD_CHECKS = {
         'remediation': _collectives.REMEDIATION_NCCL_ERROR},
     'collectives.incomplete': {
         'title': 'Benchmark output incomplete', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_INCOMPLETE},
+    'collectives.rank_count': {
+        'title': 'Benchmark ran on another number of ranks than the job asked for', 'default_severity': 'fail',
+        'remediation': 'The output does not belong to the job that was asked for (nodes x GPUs per node): check the '
+                       'hostfile slots and -np of mpirun, that mpirun starts the binary on every node (an MPI-less build '
+                       'runs one single-node job per process), -g, CUDA_VISIBLE_DEVICES, and that every GPU is visible '
+                       '(nvidia-smi -L on each node).'},
     'collectives.coverage': {
         'title': 'Benchmark stopped below a curve point', 'default_severity': 'warn', 'remediation': _collectives.REMEDIATION_COVERAGE},
     'workload.failed': {
@@ -131,6 +137,12 @@ def evaluate_nccl_tests(run, profile, host, component=None):
                          '%s printed nothing parsable (%s): %s' % (component, err.reason, err.excerpt or excerpt(run.get('output_tail'))))]
     curve = (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve')
     findings.extend(_collectives.evaluate_curve(parsed, curve or [], host, collective))
+    expected = run.get('expected_ranks')
+    if expected is not None and (parsed.get('rows') or parsed.get('nranks')) and parsed.get('nranks') != int(expected):
+        measured = '%s rank(s)' % parsed['nranks'] if parsed.get('nranks') else 'no "# Rank" lines'
+        findings.append(_finding(host, 'collectives.rank_count', component, measured, '%s rank(s)' % expected,
+                                 '%s reported %s, the job asked for %s rank(s)%s: its figures are not those of this job'
+                                 % (component, measured, expected, ' (%s)' % run['ranks_from'] if run.get('ranks_from') else '')))
     for f in findings:
         f['component'] = component
     if failure:

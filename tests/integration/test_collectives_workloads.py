@@ -76,7 +76,7 @@ def test_collectives_on_real_captures_pass_and_every_run_is_recorded(tmp_path):
     assert [w['component'] for w in entry['workloads']] == ['%s_perf' % c for c in COLLECTIVES]
     assert entry['workloads'][0]['busbw_gbps'][str(1 << 30)] == 354.22  # the capture's out-of-place figure at 1 GiB
     calls = log.read_text().splitlines()
-    assert len(calls) == 5 and calls[0] == 'all_reduce -b 8 -e 8G -f 2 -g 4 NCCL_DEBUG=', calls
+    assert len(calls) == 5 and calls[0] == 'all_reduce -b 8 -e 8G -f 2 -g 4 -N 3 NCCL_DEBUG=', calls
 
 
 def test_a_slow_curve_fails_and_is_rerun_with_nccl_debug(tmp_path):
@@ -128,17 +128,27 @@ def test_recorded_collectives_replay_through_the_same_checks(tmp_path):
     assert rc == 2
 
 
-def test_multinode_launch_line_hostfile_and_env_are_kept(tmp_path):
+@pytest.mark.parametrize('output, ranks', [('nccl-tests_all_reduce_perf_16-ranks.txt', 16), ('single-node 4-GPU capture', 4)])
+def test_multinode_launch_line_hostfile_and_env_are_kept(tmp_path, output, ranks):
+    """2 nodes x 8 slots is a 16-rank job: its output passes; a 4-rank single-node output fails both nodes."""
     fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
     mpirun = tmp_path / 'bin' / 'mpirun'
-    capture = os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')
+    capture = os.path.join(DERIVED, output) if ranks == 16 else os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')
     write_test_double(mpirun, 'echo "$@" > %s\ncat %s\n' % (tmp_path / 'mpirun.args', capture))
     inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
                     xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
                     xuanwu_nccl_env={'NCCL_IB_HCA': 'mlx5_0,mlx5_1', 'NCCL_SOCKET_IFNAME': 'eth0'})
     rc, out, (folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_connection=local')
-    assert rc == 0, out[-3000:]
+    for host in ('gpu-a', 'gpu-b'):
+        fails = [f for f in report['hosts'][host]['findings'] if f['severity'] == 'fail']
+        if ranks == 16:
+            assert fails == [], fails
+        else:
+            assert [(f['check'], f['measured'], f['expected']) for f in fails] == [
+                ('collectives.rank_count', '4 rank(s)', '16 rank(s)')], fails
+            assert '2 node(s) x their GPUs' in fails[0]['message'] and fails[0]['host'] == host
+    assert rc == (0 if ranks == 16 else 2), out[-3000:]
     args = (tmp_path / 'mpirun.args').read_text().split()
     assert args[:7] == ['--allow-run-as-root', '--hostfile', '/var/tmp/xuanwu-hostfile-gpu-a+gpu-b', '-np', '16', '--bind-to', 'none']
     assert '-x' in args and 'NCCL_IB_HCA' in args and args[-1] == '1' and args[-9].endswith('/all_reduce_perf')

@@ -132,3 +132,28 @@ def test_produced_severities_are_the_documented_ones(path, rc, timed_out):
         for f in findings:
             assert f['check'] in documented, f['check']
             assert f['severity'] == documented[f['check']], (f['check'], f['severity'], f['message'])
+
+
+@pytest.mark.parametrize('name, expected, fails', [
+    ('nccl-tests_all_reduce_perf_16-ranks.txt', 16, False),
+    ('nccl-tests_all_reduce_perf_16-ranks.txt', 32, True),
+    ('../../hardware/h200x4-nvlink/nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt', 16, True),   # single node, 4 ranks
+    ('../../hardware/h200x4-nvlink/nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt', 4, False),
+    ('../../hardware/h200x4-nvlink/nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt', '4', False),   # 2.16 templates strings
+])
+def test_the_rank_count_of_the_output_must_be_the_jobs(name, expected, fails):
+    with open(os.path.join(NCCL_DERIVED, name)) as handle:
+        text = handle.read()
+    run = {'collective': 'all_reduce', 'rc': 0, 'stdout': text, 'expected_ranks': expected, 'ranks_from': '2 node(s) x 8'}
+    findings = _workloads.evaluate_nccl_tests(run, {}, 'h')
+    assert [f['check'] for f in findings] == (['collectives.rank_count'] if fails else [])
+    if fails:
+        assert findings[0]['severity'] == 'fail' and findings[0]['expected'] == '%s rank(s)' % expected
+        assert '2 node(s) x 8' in findings[0]['message'] and findings[0]['remediation']
+
+
+def test_an_output_without_rank_lines_cannot_prove_the_rank_count():
+    with open(os.path.join(NCCL_HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')) as handle:
+        text = ''.join(line for line in handle if '#  Rank' not in line)
+    findings = _workloads.evaluate_nccl_tests({'collective': 'all_reduce', 'rc': 0, 'stdout': text, 'expected_ranks': 4}, {}, 'h')
+    assert [(f['check'], f['measured']) for f in findings] == [('collectives.rank_count', 'no "# Rank" lines')]
