@@ -34,21 +34,35 @@ class ActionModule(ActionBase):
         run = dict(args['run'])
         if args['component']:
             run['component'] = args['component']
+        kind = args['kind']
         if run.get('skipped_reason') or run.get('skipped'):
-            result.update(changed=False, findings=[], skipped_reason=run.get('skipped_reason') or 'the run was skipped')
-            return result
+            # requested and not run (check mode, no recorded output in the replayed bundle, ...): never a pass
+            reason = run.get('skipped_reason') or run.get('skip_reason') or 'the run was skipped'
+            if not args['record']:
+                result.update(changed=False, findings=[], failed_checks=[], skipped_reason=reason)
+                return result
+            stage = 'collectives' if kind == 'nccl_tests' else 'torch_workloads'
+            run = {'stage': stage + ('_multinode' if args['scope'] == 'multinode' else ''), 'reason': reason,
+                   'component': run.get('component'), 'not_measured': reason}
+            kind = 'not_measured'
         run.setdefault('collective', run.get('component'))
         judged = profile
         if args['scope'] == 'multinode':
             judged = dict(profile or {}, collectives=(profile or {}).get('collectives_multinode') or {})
-        findings = _workloads.evaluate(args['kind'], run, judged, host)
+        findings = _workloads.evaluate(kind, run, judged, host)
         findings = _checks.apply_overrides(findings, (profile or {}).get('checks'))
         previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
         merged = list(previous) + findings
         if not args['record']:
             result.update(changed=False, findings=findings, failed_checks=sorted(set(f['check'] for f in findings if f['severity'] == 'fail')))
             return result
-        summary = _workloads.summarise_run(args['kind'], run)
+        summary = _workloads.summarise_run(kind, run)
+        if kind == 'not_measured':
+            summary['not_measured'] = run['reason']
+        elif not any(f['severity'] == 'fail' for f in findings):
+            reason = _workloads.not_judged(kind, run, judged)
+            if reason:
+                summary['not_judged'] = reason
         debug = args['debug_run'] or {}
         if debug.get('output_tail') and not debug.get('skipped'):
             summary['debug_command'] = debug.get('command')

@@ -53,6 +53,12 @@ WORKLOAD_CHECKS = {
                        '(python -c "import torch; print(torch.cuda.is_available())"), that no other job holds the GPUs '
                        '(nvidia-smi), that the rendezvous port is free and reachable between the nodes (firewall), and '
                        'rerun with NCCL_DEBUG=INFO.'},
+    'workload.not_measured': {
+        'title': 'A requested stage measured nothing', 'default_severity': 'fail',
+        'remediation': 'The stage was switched on but produced no measurement, so the node is not proven fit. Give it what '
+                       'it needs: nccl-tests binaries (nccl_tests_build_archive and nccl_tests_build_sha256 to build them, '
+                       'or xuanwu_nccl_tests_bin_dir), a non-empty list of collectives or workloads, or, for a replayed '
+                       'host, a capture bundle that holds the recorded output; or switch the stage off.'},
     'workload.ddp_smoke': {
         'title': 'DDP training smoke job', 'default_severity': 'fail',
         'remediation': 'A training job that does not learn or whose ranks disagree points at a broken collective path or a '
@@ -109,6 +115,23 @@ def evaluate_task_error(run, host, component):
                      'the task "%s" failed: %s' % (run.get('task'), excerpt(run.get('message') or '', 600)))]
 
 
+def evaluate_not_measured(run, host):
+    """A stage that was requested and measured nothing (``run``: ``stage``, ``reason``, optional ``component``)."""
+    stage = run.get('stage') or 'workload'
+    return [_finding(host, 'workload.not_measured', run.get('component') or stage, 'not measured: %s' % (run.get('reason') or 'no run'),
+                     'a measurement', '%s was requested but not measured: %s' % (stage, run.get('reason') or 'no run'))]
+
+
+def not_judged(kind, run, profile):
+    """Why a run that measured bandwidth was not judged (no curve in the profile for it), else None."""
+    if kind not in ('nccl_tests', 'torch_allreduce'):
+        return None
+    collective = _collectives.normalise_collective(run.get('collective')) if kind == 'nccl_tests' else 'all_reduce'
+    if (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve'):
+        return None
+    return 'no %s curve in profile %s: bus bandwidth measured, not compared' % (collective, (profile or {}).get('name') or '(none)')
+
+
 def _run_failure(host, component, run, what):
     """A finding when the run itself failed (timeout, exit code, no result), else None."""
     if run.get('timed_out'):
@@ -137,6 +160,10 @@ def evaluate_nccl_tests(run, profile, host, component=None):
                          '%s printed nothing parsable (%s): %s' % (component, err.reason, err.excerpt or excerpt(run.get('output_tail'))))]
     curve = (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve')
     findings.extend(_collectives.evaluate_curve(parsed, curve or [], host, collective))
+    if not parsed.get('rows') and not any(f['severity'] == 'fail' for f in findings):
+        findings.append(_finding(host, 'workload.not_measured', component, 'no result rows', 'a bus bandwidth per size',
+                                 '%s was requested but not measured: it printed no result row (%s)'
+                                 % (component, excerpt(run.get('output_tail') or run.get('stdout'), 300))))
     expected = run.get('expected_ranks')
     if expected is not None and (parsed.get('rows') or parsed.get('nranks')) and parsed.get('nranks') != int(expected):
         measured = '%s rank(s)' % parsed['nranks'] if parsed.get('nranks') else 'no "# Rank" lines'
@@ -269,6 +296,7 @@ EVALUATORS = {
         run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
     'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host),
     'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
+    'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
 }
 
 

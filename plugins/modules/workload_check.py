@@ -17,7 +17,12 @@ description:
   - Takes a run registered from M(xuanwu.cluster.workload_run) and judges it by O(kind) against the host's profile
     (C(xuanwu_profile_resolved)); C(nccl_tests) and C(torch_allreduce) against the C(collectives) bandwidth curves,
     C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section; C(task_error) records a stage whose
-    task failed outright (O(run) holds C(task) and C(message)).
+    task failed outright (O(run) holds C(task) and C(message)); C(not_measured) records a stage that was requested and
+    cannot measure anything (O(run) holds C(stage) and C(reason)).
+  - A run that was skipped (check mode, no recorded output in a replayed bundle) is a C(workload.not_measured) finding
+    (fail): a requested measurement that was not made is never a pass.
+  - A run whose bus bandwidth has no curve in the profile is kept in the report as not judged (C(not_judged) in its
+    summary), never as a silent pass.
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
   - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
     (they appear in the report).
@@ -28,7 +33,7 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [ddp_smoke, fault_isolation, nccl_tests, soak, task_error, torch_allreduce]
+    choices: [ddp_smoke, fault_isolation, nccl_tests, not_measured, soak, task_error, torch_allreduce]
   run:
     description: The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
       (or O(component)) naming the collective.
@@ -72,7 +77,10 @@ status:
   returned: success
   type: str
 summary:
-  description: The figures kept for the report (bus bandwidth per size, step time, time to error, growth).
+  description:
+    - The figures kept for the report (bus bandwidth per size, step time, time to error, growth).
+    - C(not_judged) says why bandwidth that was measured was not compared (no curve in the profile); C(not_measured) why
+      nothing was measured.
   returned: success
   type: dict
 '''

@@ -48,6 +48,8 @@ def host_entry(host, status, findings, facts, profile_name, profile_path, error=
         'findings': findings,
         'facts_summary': _facts_summary(facts),
         'workloads': list(workloads or []),
+        # what ran but was not compared with anything: {component: why}; never a silent pass
+        'not_judged': dict((w.get('component') or w.get('kind'), w['not_judged']) for w in workloads or [] if w.get('not_judged')),
     }
     if error:
         entry['error'] = error
@@ -124,6 +126,9 @@ def render_junit(report, catalogue):
                                                                _fmt(f.get('expected')), f.get('message', '')) for f in others)))
             cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (
                 quoteattr('xuanwu.%s' % host), quoteattr(check), ''.join(body)))
+        for component, why in sorted((entry.get('not_judged') or {}).items()):
+            cases.append('    <testcase classname=%s name=%s><skipped message=%s/></testcase>' % (
+                quoteattr('xuanwu.%s' % host), quoteattr('not judged: %s' % component), quoteattr('not judged: %s' % why)))
         total += len(cases)
         failures += h_fail
         errors += h_err
@@ -136,6 +141,10 @@ def render_junit(report, catalogue):
 def _figures(run):
     """A short text of a workload run's figures."""
     parts = []
+    if run.get('not_measured'):
+        parts.append('NOT MEASURED: %s' % run['not_measured'])
+    if run.get('not_judged'):
+        parts.append('NOT JUDGED: %s' % run['not_judged'])
     busbw = run.get('busbw_gbps') or {}
     picks = [s for s in sorted(busbw, key=int) if int(s) in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]
     if picks:
@@ -173,10 +182,20 @@ def _md_workloads(runs):
         lines.append('| %s | %s | %s | %s |' % (_md(run.get('kind')), _md(run.get('component')), _md(_figures(run)), _md(run.get('seconds'))))
     lines.append('')
     for run in runs:
+        if run.get('not_judged'):
+            lines += ['**Not judged:** %s — %s' % (_md(run.get('component')), _md(run['not_judged'])), '']
+    for run in runs:
         if run.get('debug_log_tail'):
             lines += ['<details><summary>%s: NCCL_DEBUG=INFO re-run</summary>' % _md(run.get('component')), '', '```',
                       run['debug_log_tail'][-3000:], '```', '</details>', '']
     return lines
+
+
+def _no_findings(entry):
+    if entry.get('not_judged'):
+        return 'No findings, but %d measurement(s) not judged (%s): no curve to compare them with.' % (
+            len(entry['not_judged']), ', '.join(sorted(entry['not_judged'])))
+    return 'No findings: every check passed.'
 
 
 def _md(value):
@@ -205,7 +224,7 @@ def render_markdown(report):
             lines += ['**Not probed:** %s' % _md(entry['error']), '']
         lines += _md_workloads(entry.get('workloads') or [])
         if not entry['findings']:
-            lines += ['No findings: every check passed.', '']
+            lines += [_no_findings(entry), '']
             continue
         lines += ['| severity | check | component | measured | expected | remediation |', '|---|---|---|---|---|---|']
         for f in entry['findings']:
@@ -252,11 +271,14 @@ def render_html(report):
                     e(_fmt(run.get('kind'))), e(_fmt(run.get('component'))), e(_figures(run)), e(_fmt(run.get('seconds')))))
             out.append('</table>')
             for run in entry['workloads']:
+                if run.get('not_judged'):
+                    out.append('<p class="not-judged"><b>Not judged:</b> %s — %s</p>' % (e(_fmt(run.get('component'))), e(run['not_judged'])))
+            for run in entry['workloads']:
                 if run.get('debug_log_tail'):
                     out.append('<details><summary>%s: NCCL_DEBUG=INFO re-run</summary><pre>%s</pre></details>' % (
                         e(_fmt(run.get('component'))), e(run['debug_log_tail'][-3000:])))
         if not entry['findings']:
-            out.append('<p>No findings: every check passed.</p>')
+            out.append('<p>%s</p>' % e(_no_findings(entry)))
             continue
         out.append('<table><tr><th>severity</th><th>check</th><th>component</th><th>measured</th><th>expected</th><th>what to do</th></tr>')
         for f in entry['findings']:

@@ -1,12 +1,15 @@
 """Integration: the collectives and workload stages of validate.yml, driven through ansible-playbook with
 test doubles for the GPU tools (named as such: they replay real nccl-tests captures) and, where the
 controller's Python has torch, the real PyTorch workloads on the CPU (gloo)."""
+import html
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
@@ -123,8 +126,13 @@ def test_recorded_collectives_replay_through_the_same_checks(tmp_path):
     rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_python_interpreter=%s' % sys.executable)
     entry = report['hosts']['node']
     fails = sorted({f['check'] for f in entry['findings'] if f['severity'] == 'fail'})
-    assert fails == ['collectives.out_of_bounds', 'collectives.wrong_results'], entry['findings']
-    assert [w['component'] for w in entry['workloads']] == ['all_reduce_perf', 'all_gather_perf']  # sendrecv not recorded
+    assert fails == ['collectives.out_of_bounds', 'collectives.wrong_results', 'workload.not_measured'], entry['findings']
+    # sendrecv is not in the bundle: requested and not measured is a failure, not a pass
+    missing = [f for f in entry['findings'] if f['check'] == 'workload.not_measured']
+    assert [(f['component'], f['severity']) for f in missing] == [('sendrecv_perf', 'fail')]
+    assert 'nccl_tests:sendrecv is not in the capture bundle' in missing[0]['message']
+    assert [w['component'] for w in entry['workloads']] == ['all_reduce_perf', 'all_gather_perf', 'sendrecv_perf']
+    assert entry['workloads'][2]['not_measured']
     assert rc == 2
 
 
@@ -188,3 +196,45 @@ def test_torch_workloads_on_cpu_pass_and_report_their_figures(tmp_path):
     assert ddp['last_loss'] < ddp['first_loss'] and ddp['step_time_ms_median'] > 0
     fault = entry['workloads'][2]['result']
     assert fault['ended_with_error'] and not fault['hung'] and fault['seconds'] < 60
+
+
+@pytest.mark.parametrize('stage', ['collectives', 'multinode'])
+def test_requested_stages_without_nccl_tests_binaries_fail_and_say_why(tmp_path, stage):
+    """A stage switched on with no binaries known: a fail finding naming it, not a pass with 0 findings.
+    The switch is given as JSON on the command line (a bool; the string form is the inventory validator's business)."""
+    inv = inventory(tmp_path, {'gpu-a': {}}, xuanwu_profile=h200_profile(tmp_path))
+    rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', '{"xuanwu_validate_%s": true}' % stage)
+    entry = report['hosts']['gpu-a']
+    found = [(f['check'], f['component'], f['severity']) for f in entry['findings']]
+    assert found == [('workload.not_measured', 'collectives' + ('_multinode' if stage == 'multinode' else ''), 'fail')], found
+    for f in entry['findings']:
+        assert 'requested but not measured: no nccl-tests binaries: set nccl_tests_build_archive' in f['message']
+        assert 'xuanwu_nccl_tests_bin_dir' in f['message'] and f['host'] == 'gpu-a'
+    assert entry['status'] == 'fail' and rc == 2, out[-3000:]
+
+
+def test_a_collective_without_a_curve_is_not_judged_in_every_report_format(tmp_path):
+    fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
+    profile = h200_profile(tmp_path)
+    data = yaml.safe_load(open(profile))
+    del data['collectives']['sendrecv']
+    open(profile, 'w').write(yaml.safe_dump(data))
+    inv = inventory(tmp_path, {'gpu-a': {}}, xuanwu_profile=profile, xuanwu_validate_collectives=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_collectives_gpus=4,
+                    xuanwu_collectives=['all_reduce', 'sendrecv'])
+    rc, out, (folder, report) = run_validate(tmp_path, inv)
+    assert rc == 0, out[-3000:]
+    entry = report['hosts']['gpu-a']
+    why = 'no sendrecv curve in profile curves-only: bus bandwidth measured, not compared'
+    assert entry['not_judged'] == {'sendrecv_perf': why}, entry
+    assert [w.get('not_judged') for w in entry['workloads']] == [None, why]
+    suite = [s for s in ET.parse(os.path.join(folder, 'junit.xml')).getroot().iter('testsuite') if s.get('name') == 'gpu-a'][0]
+    skipped = [(c.get('name'), c.find('skipped').get('message')) for c in suite.iter('testcase') if c.find('skipped') is not None]
+    assert skipped == [('not judged: sendrecv_perf', 'not judged: ' + why)]
+    with open(os.path.join(folder, 'report.md')) as handle:
+        md = handle.read()
+    assert '**Not judged:** sendrecv_perf — ' + why in md and 'NOT JUDGED: ' + why in md
+    assert 'every check passed' not in md
+    with open(os.path.join(folder, 'report.html')) as handle:
+        text = html.unescape(re.sub(r'<[^>]+>', '', handle.read()))   # the text a reader sees
+    assert 'Not judged: sendrecv_perf — ' + why in text and 'every check passed' not in text

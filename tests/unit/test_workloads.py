@@ -157,3 +157,30 @@ def test_an_output_without_rank_lines_cannot_prove_the_rank_count():
         text = ''.join(line for line in handle if '#  Rank' not in line)
     findings = _workloads.evaluate_nccl_tests({'collective': 'all_reduce', 'rc': 0, 'stdout': text, 'expected_ranks': 4}, {}, 'h')
     assert [(f['check'], f['measured']) for f in findings] == [('collectives.rank_count', 'no "# Rank" lines')]
+
+
+def test_a_requested_stage_that_measured_nothing_is_a_failure():
+    found = _workloads.evaluate('not_measured', {'stage': 'collectives', 'reason': 'no nccl-tests binaries'}, {}, 'h')
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [('workload.not_measured', 'collectives', 'fail')]
+    assert found[0]['message'] == 'collectives was requested but not measured: no nccl-tests binaries'
+
+
+def test_an_nccl_tests_run_with_no_result_row_is_not_measured():
+    with open(os.path.join(NCCL_HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')) as handle:
+        text = ''.join(line for line in handle if not line.strip()[:1].isdigit())   # header and trailer only
+    findings = _workloads.evaluate_nccl_tests({'collective': 'all_reduce', 'rc': 0, 'stdout': text}, {}, 'h')
+    assert [(f['check'], f['severity']) for f in findings] == [('workload.not_measured', 'fail')]
+    assert 'printed no result row' in findings[0]['message']
+
+
+@pytest.mark.parametrize('kind, run, curves, judged', [
+    ('nccl_tests', {'collective': 'sendrecv'}, {'all_reduce': {'curve': [{'min_bytes': 1, 'busbw_gbps_min': 1}]}}, False),
+    ('nccl_tests', {'collective': 'all_reduce'}, {'all_reduce': {'curve': [{'min_bytes': 1, 'busbw_gbps_min': 1}]}}, True),
+    ('torch_allreduce', {}, {}, False),
+    ('ddp_smoke', {}, {}, True),
+])
+def test_bandwidth_without_a_curve_is_not_judged(kind, run, curves, judged):
+    why = _workloads.not_judged(kind, run, {'name': 'p', 'collectives': curves})
+    assert (why is None) == judged
+    if not judged:
+        assert 'curve in profile p' in why
