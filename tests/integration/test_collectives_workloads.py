@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
+from nccl_text import scaled
 from test_validate_playbook import ROOT, playbook, the_report
 
 HW = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x4-nvlink')
@@ -238,3 +239,34 @@ def test_a_collective_without_a_curve_is_not_judged_in_every_report_format(tmp_p
     with open(os.path.join(folder, 'report.html')) as handle:
         text = html.unescape(re.sub(r'<[^>]+>', '', handle.read()))   # the text a reader sees
     assert 'Not judged: sendrecv_perf — ' + why in text and 'every check passed' not in text
+
+
+@pytest.mark.parametrize('run, factor', [('run1', 1.0), ('run1', 0.95), ('run10', 1.0), ('run10', 0.95)])
+def test_a_real_2x_h200_validate_run_passes_and_fails_5_percent_slower_from_1_GiB(tmp_path, run, factor):
+    """The capture bundle of a 2x H200 host with the nccl-tests outputs of one of the ten real validate.yml runs
+    (tests/fixtures/hardware/h200x2-nvlink-gate/), replayed through validate.yml and the h200x2-nvlink profile."""
+    bundle = tmp_path / 'bundle'
+    shutil.copytree(os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x2-nvlink-bundle'), str(bundle))
+    manifest = json.loads((bundle / 'manifest.json').read_text())
+    for coll in COLLECTIVES:
+        with open(os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x2-nvlink-gate', run, '%s_perf.txt' % coll)) as handle:
+            text = handle.read()
+        (bundle / ('nccl_tests__%s.txt' % coll)).write_text(text if factor == 1.0 else scaled(text, factor, min_bytes=1 << 30))
+        manifest['probes'].append({'probe': 'nccl_tests:%s' % coll, 'command': '%s_perf -b 8 -e 8G -f 2 -g 2 -N 3' % coll,
+                                   'rc': 0, 'status': 'ok', 'file': 'nccl_tests__%s.txt' % coll})
+    (bundle / 'manifest.json').write_text(json.dumps(manifest))
+    # that host has no chronyd (its clock is the hypervisor's): host.time is switched off as on the real runs
+    inv = inventory(tmp_path, {'gpu-host': {'xuanwu_replay_dir': str(bundle)}}, xuanwu_profile='h200x2-nvlink',
+                    xuanwu_profile_overrides={'host': {'time': None}}, xuanwu_validate_collectives=True)
+    rc, out, (_folder, report) = run_validate(tmp_path, inv)
+    entry = report['hosts']['gpu-host']
+    fails = [f for f in entry['findings'] if f['severity'] == 'fail']
+    assert [w['component'] for w in entry['workloads']] == ['%s_perf' % c for c in COLLECTIVES]
+    assert entry['not_judged'] == {}
+    if factor == 1.0:
+        assert fails == [] and rc == 0, (fails, out[-3000:])
+        return
+    assert rc == 2 and {f['check'] for f in fails} == {'collectives.busbw_low'}, fails
+    assert {f['component'] for f in fails} == {'%s_perf' % c for c in COLLECTIVES}   # every collective is caught
+    for f in fails:
+        assert f['host'] == 'gpu-host' and f['measured'] < f['expected'] and 'GiB' in f['message']
