@@ -102,7 +102,8 @@ _COLLECTIVE_CURVES = {
     'keys': {
         'curve': {
             'type': 'list', 'required': True, 'min_items': 1, 'check': 'curve_sorted',
-            'description': 'From min_bytes upward, busbw must reach busbw_gbps_min.',
+            'description': ('From min_bytes upward, busbw must reach busbw_gbps_min. Give one point per size where a small drop '
+                            'must be caught (e.g. 1, 2, 4 and 8 GiB at 97 % of a healthy median, docs/collectives.md).'),
             'elements': {
                 'type': 'dict', 'description': 'One point.',
                 'keys': {
@@ -304,7 +305,9 @@ SCHEMA = {
             },
         },
         'collectives': {
-            'type': 'map', 'description': 'Expected bus bandwidth per collective within one node: nccl-tests -g N and the torch all-reduce benchmark.',
+            'type': 'map', 'description': ('Expected bus bandwidth per collective within one node: nccl-tests -g N and the torch all-reduce '
+                                           'benchmark. A run of several cycles (nccl-tests -N) is judged on the median of each size. A '
+                                           'collective that runs and has no curve here is reported as not judged, never as a pass.'),
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
             'values': _COLLECTIVE_CURVES,
         },
