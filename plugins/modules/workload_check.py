@@ -20,7 +20,7 @@ description:
     task failed outright (O(run) holds C(task) and C(message)); C(not_measured) records a stage that was requested and
     cannot measure anything (O(run) holds C(stage) and C(reason)).
   - A run that was skipped (check mode, no recorded output in a replayed bundle) is a C(workload.not_measured) finding
-    (fail): a requested measurement that was not made is never a pass.
+    (fail), since a requested measurement that was not made is never a pass.
   - A run whose bus bandwidth has no curve in the profile is kept in the report as not judged (C(not_judged) in its
     summary), never as a silent pass.
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
