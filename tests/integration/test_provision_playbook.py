@@ -39,5 +39,17 @@ def test_unknown_role_name_is_refused_before_anything_runs(tmp_path):
     inv = inventory(tmp_path, xuanwu_provision=['chronyd'])
     rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check')
     assert rc != 0
-    assert 'xuanwu_provision must be one or more of: chrony' in out and 'Got no match for: chronyd' in out, out[-3000:]
+    assert "variable 'xuanwu_provision' has str ('chronyd'), which is not one of: chrony, firewall" in out, out[-3000:]
+    assert 'Provision the nodes in batches' not in out
+
+
+def test_batch_settings_as_the_docs_type_them(tmp_path):
+    inv = inventory(tmp_path)
+    rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check', '-e', 'xuanwu_serial=1', '-e', 'xuanwu_max_fail_percentage=10')
+    assert rc == 0, out[-3000:]
+    assert 'must be of type' not in out
+    assert out.count('PLAY [Provision the nodes in batches]') == 3, 'one batch per host with serial 1'
+    rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check', '-e', 'xuanwu_serial=10%', '-e', 'xuanwu_max_fail_percentage=ten')
+    assert rc != 0
+    assert "variable 'xuanwu_max_fail_percentage' must be of type int (a whole number such as 30), got str ('ten')" in out, out[-3000:]
     assert 'Provision the nodes in batches' not in out
