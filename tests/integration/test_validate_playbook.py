@@ -84,6 +84,19 @@ def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
         assert 'id="%s"' % host in page
 
 
+def test_the_demo_prints_no_warning(tmp_path):
+    """A newcomer's first run (`make demo`) shows nothing that is not about their cluster: no
+    warning of any kind, with the repository's ansible.cfg as it is (fact cache included)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
+    proc = subprocess.run(['ansible-playbook', '-i', 'inventories/demo', 'playbooks/validate.yml',
+                           '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports')],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    warnings = [line for line in proc.stdout.splitlines() if 'WARNING' in line]
+    assert warnings == []
+
+
 def write_inventory(tmp_path, host_vars, group_vars=None):
     inv = {'all': {'vars': dict({'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
                                  'xuanwu_profile': 'h200x4-nvlink'}, **(group_vars or {})),
@@ -93,7 +106,7 @@ def write_inventory(tmp_path, host_vars, group_vars=None):
     return str(path)
 
 
-BUNDLE = os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01')
+BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
 
 
 @pytest.mark.parametrize('host_vars, message', [
