@@ -143,6 +143,7 @@ def test_the_documented_command_line_forms_work(tmp_path, switch):
     forms = [a.replace('=true', '=' + switch) for a in README_COLLECTIVES]
     rc, out = playbook('-i', 'inventories/demo', 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports,
                        '-e', 'xuanwu_run_id=docs-forms', '-e', 'xuanwu_probe_timeout=30', '-e', 'xuanwu_max_fail_percentage=10',
+                       '-e', 'xuanwu_profile=h200x4-nvlink',
                        *forms)
     assert rc == 2, out[-4000:]
     assert 'must be of type' not in out and not any(name in out for name in INTERNAL_NAMES), out[-4000:]
