@@ -63,7 +63,7 @@ bench: $(STAMP) demo-bundles
 # The demo replays capture bundles; they are built from the fixture corpus when missing. Three of
 # the four demo nodes carry a fault on purpose, so the playbook exits 2 when the checks work.
 demo-bundles: $(STAMP)
-	@if [ ! -d inventories/demo/bundles ] && [ -f scripts/make_bundles.py ]; then \
+	@if [ ! -d inventories/demo-bundles ] && [ -f scripts/make_bundles.py ]; then \
 		echo "$(VENV)/bin/python scripts/make_bundles.py demo"; $(VENV)/bin/python scripts/make_bundles.py demo; fi
 
 demo: $(STAMP) demo-bundles

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUNDLE = os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01')
+BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
 
 
 def inventory(path, hosts):

@@ -5,7 +5,7 @@
 # already has (torch, NCCL bindings, ...) stays importable by the probes.
 #
 # Usage: scripts/gpu-host-run.sh PLAYBOOK [ansible-playbook arguments...]
-#   e.g. scripts/gpu-host-run.sh playbooks/validate.yml -e xuanwu_profile=h200-nvlink
+#   e.g. scripts/gpu-host-run.sh playbooks/validate.yml -e xuanwu_profile=h200x2-nvlink
 # Environment: PYTHON (default python3; the interpreter whose packages the probes should see),
 #   WHEELS (default wheels/gpu-host), GPU_VENV (default .venv-gpu-host), INVENTORY (default
 #   "localhost,": the playbook must target localhost, all, or a group given with INVENTORY).

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build capture bundles from the fixture corpus (tests/fixtures/corpus/corpus.yml).
 
-    python3 scripts/make_bundles.py demo            # (re)write inventories/demo/bundles/
+    python3 scripts/make_bundles.py demo            # (re)write inventories/demo-bundles/
     python3 scripts/make_bundles.py fault ID DIR    # write the bundle of one fault of the corpus into DIR
     python3 scripts/make_bundles.py list            # list the faults
 
@@ -24,7 +24,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
 CORPUS = os.path.join(FIXTURES, 'corpus', 'corpus.yml')
-DEMO_DIR = os.path.join(ROOT, 'inventories', 'demo', 'bundles')
+DEMO_DIR = os.path.join(ROOT, 'inventories', 'demo-bundles')
 TRAILER = re.compile(r'\n?exit=(\d+)\n?\Z')
 
 

@@ -23,15 +23,25 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
+        # Every argument is taken as it comes and converted here, with a message that names the
+        # inventory variable: Ansible's own message would name the argument and a Python class.
         _validation, args = self.validate_argument_spec(argument_spec=dict(
-            profile=dict(type='str', required=True),
-            overrides=dict(type='dict', default={}),
-            profile_dirs=dict(type='list', elements='path', default=[]),
-            check_variables=dict(type='bool', default=True),
+            profile=dict(type='raw', required=True),
+            overrides=dict(type='raw', default={}),
+            profile_dirs=dict(type='raw', default=[]),
+            check_variables=dict(type='raw', default=True),
         ))
         host = task_vars.get('inventory_hostname', '?')
         problems = []
-        if args['check_variables']:
+        known = _collection.role_variables()
+        converted = {}
+        for arg, name in (('check_variables', 'xuanwu_check_variables'), ('profile_dirs', 'xuanwu_profile_dirs')):
+            converted[arg], problem = _collection.convert_variable(name, known[name], args[arg])
+            if problem:
+                problems.append(problem)
+        if problems:
+            converted = {'check_variables': True, 'profile_dirs': []}
+        if converted['check_variables']:
             names = [n for n in task_vars if n.startswith('xuanwu_') and n != 'xuanwu_facts']
             variables = {}
             for name in names:
@@ -39,17 +49,16 @@ class ActionModule(ActionBase):
                     variables[name] = self._templar.template(task_vars[name])
                 except Exception as err:  # pylint: disable=broad-except
                     problems.append("variable '%s' cannot be templated: %s" % (name, err))
-            known = _collection.role_variables()
             for produced in ('xuanwu_profile_resolved', 'xuanwu_profile_path', 'xuanwu_findings', 'xuanwu_status', 'xuanwu_workloads',
                              'xuanwu_run_id', 'xuanwu_run_started', 'xuanwu_run_hosts', 'xuanwu_check_summary'):
                 known.setdefault(produced, {'type': 'raw'})
             known.setdefault('xuanwu_capture_dest', {'type': 'str'})
-            problems.extend(_collection.check_inventory_vars(variables, known))
+            problems.extend(p for p in _collection.check_inventory_vars(variables, known) if p not in problems)
             replay = variables.get('xuanwu_replay_dir')
             if isinstance(replay, str) and replay and not os.path.isfile(os.path.join(replay, 'manifest.json')):
                 problems.append("xuanwu_replay_dir '%s' is not a capture bundle (no manifest.json there)" % replay)
         try:
-            profile, path = _collection.resolve_profile(args['profile'], args['overrides'], args['profile_dirs'])
+            profile, path = _collection.resolve_profile(args['profile'], args['overrides'], converted['profile_dirs'])
         except ProfileError as err:
             problems.append(str(err))
             profile, path = None, None

@@ -371,7 +371,8 @@ _TYPE_NAMES = {
 }
 
 
-def _type_name(value):
+def type_name(value):
+    """A value in words for a message: its plain type and, for scalars, the value; never an internal class name."""
     if value is None:
         return 'null'
     if isinstance(value, bool):
@@ -380,10 +381,16 @@ def _type_name(value):
         return 'mapping'
     if isinstance(value, (list, tuple)):
         return 'list'
-    text = repr(value)
+    # The base type's name: values from Ansible may be subclasses with internal names.
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            text = repr(kind(value))
+            break
+    else:
+        return 'a value of another kind'
     if len(text) > 40:
         text = text[:37] + '...'
-    return '%s (%s)' % (type(value).__name__, text)
+    return '%s (%s)' % (kind.__name__, text)
 
 
 def _join(prefix, key):
@@ -405,7 +412,7 @@ class _Ctx(object):
 
 
 def _wrong_type(ctx, key, spec, value):
-    ctx.error(key, 'expected %s, got %s' % (_TYPE_NAMES[spec['type']], _type_name(value)))
+    ctx.error(key, 'expected %s, got %s' % (_TYPE_NAMES[spec['type']], type_name(value)))
 
 
 def _check_choices(ctx, key, spec, value):
@@ -468,7 +475,7 @@ def _port(ctx, key, value):
         parts = value.replace(' ', '').lower().split('/')
         number, proto = int(parts[0]), (parts[1] if len(parts) > 1 else 'tcp')
     else:
-        ctx.error(key, 'expected a port number or "PORT/tcp|udp", got %s' % _type_name(value))
+        ctx.error(key, 'expected a port number or "PORT/tcp|udp", got %s' % type_name(value))
     if not 1 <= number <= 65535:
         ctx.error(key, 'port %s is outside 1-65535' % number)
     return '%d/%s' % (number, proto)
@@ -533,7 +540,7 @@ def _validate_map(ctx, key, spec, value):
     for name in value:
         where = _join(key, name)
         if not isinstance(name, str):
-            ctx.error(where, 'keys must be strings, got %s' % _type_name(name))
+            ctx.error(where, 'keys must be strings, got %s' % type_name(name))
         if 'choices' in kspec and name not in kspec['choices']:
             hint = _suggest(name, kspec['choices'])
             suffix = "; did you mean %r?" % hint if hint else ' (valid keys: %s)' % ', '.join(kspec['choices'])
@@ -607,14 +614,14 @@ def validate_profile(data, path='<profile>'):
     Raises ``ProfileError(path, dotted_key, reason)``.
     """
     if not isinstance(data, dict):
-        raise ProfileError(path, None, 'a profile must be a mapping, got %s' % _type_name(data))
+        raise ProfileError(path, None, 'a profile must be a mapping, got %s' % type_name(data))
     return _validate(_Ctx(path, partial=False), '', SCHEMA, data)
 
 
 def check_override(data, path='<override>'):
     """Validate a partial profile (an inventory override): keys, types and choices, no required keys."""
     if not isinstance(data, dict):
-        raise ProfileError(path, None, 'an override must be a mapping, got %s' % _type_name(data))
+        raise ProfileError(path, None, 'an override must be a mapping, got %s' % type_name(data))
     return _validate(_Ctx(path, partial=True), '', SCHEMA, data)
 
 

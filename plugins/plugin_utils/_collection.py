@@ -10,9 +10,12 @@ __metaclass__ = type
 import difflib
 import glob
 import json
+import math
 import os
 
 import yaml
+
+from ansible.module_utils.common.validation import check_type_bool, check_type_float, check_type_int
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _profile
@@ -58,7 +61,7 @@ def available_profiles(extra_dirs=()):
 def find_profile(ref, extra_dirs=()):
     """Return the path of profile ``ref``: a file path, or a name looked up in the profile dirs."""
     if not isinstance(ref, str) or not ref.strip():
-        raise ProfileError('xuanwu_profile', None, 'must be a profile name or a path to a profile file, got %r' % (ref,))
+        raise ProfileError('xuanwu_profile', None, 'must be a profile name or a path to a profile file, got %s' % _profile.type_name(ref))
     if os.sep in ref or ref.endswith(('.yml', '.yaml')):
         if not os.path.isfile(ref):
             raise ProfileError(ref, None, 'profile file not found')
@@ -80,7 +83,7 @@ def resolve_profile(ref, overrides=None, extra_dirs=()):
     profile = _profile.validate_profile(data, path)
     if overrides:
         if not isinstance(overrides, dict):
-            raise ProfileError('xuanwu_profile_overrides', None, 'must be a mapping, got %s' % type(overrides).__name__)
+            raise ProfileError('xuanwu_profile_overrides', None, 'must be a mapping, got %s' % _profile.type_name(overrides))
         profile = _profile.merge_profile(profile, overrides, 'xuanwu_profile_overrides')
     return profile, path
 
@@ -98,14 +101,87 @@ def role_variables():
             specs = (yaml.safe_load(handle) or {}).get('argument_specs', {})
         for entry in specs.values():
             for name, spec in (entry.get('options') or {}).items():
-                known.setdefault(name, dict(spec, role=role))
+                # A typed declaration wins over a 'raw' one (validate_inventory declares
+                # xuanwu_profile 'raw' for Ansible's validation and 'str' for this one).
+                if name not in known or (known[name].get('type') == 'raw' and spec.get('type', 'str') != 'raw'):
+                    known[name] = dict(spec, role=role)
     return known
 
 
-_TYPES = {
-    'str': (str,), 'path': (str,), 'int': (int,), 'float': (int, float), 'bool': (bool,),
-    'list': (list,), 'dict': (dict,),
+# What each argument-spec type accepts, in words; the conversions are Ansible's own (check_type_*),
+# so `-e name=true` or `-e name=30` is accepted exactly where a role's argument spec accepts it.
+_EXPECTED = {
+    'bool': 'true/false, yes/no, on/off or 1/0',
+    'int': 'a whole number such as 30',
+    'float': 'a number such as 1.5',
+    'str': 'a string',
+    'path': 'a path',
+    'list': "a list, given in the inventory or as JSON: -e '{\"%s\": [...]}'",
+    'dict': "a mapping, given in the inventory or as JSON: -e '{\"%s\": {...}}'",
 }
+
+
+def _convert_bool(value):
+    if isinstance(value, (bool, str)):
+        return check_type_bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise TypeError(value)
+
+
+def _convert_int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(value)
+    return check_type_int(value)
+
+
+def _convert_float(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(value)
+    number = check_type_float(value)
+    if math.isnan(number) or math.isinf(number):
+        raise ValueError(value)
+    return number
+
+
+def _convert_str(value):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError(value)
+
+
+def _convert_kind(kind):
+    def convert(value):
+        if not isinstance(value, kind):
+            raise TypeError(value)
+        return value
+    return convert
+
+
+_CONVERT = {
+    'bool': _convert_bool, 'int': _convert_int, 'float': _convert_float, 'str': _convert_str, 'path': _convert_str,
+    'list': _convert_kind(list), 'dict': _convert_kind(dict),
+}
+
+
+def convert_variable(name, spec, value):
+    """Return ``(value, problem)``: the value converted to the type of its argument spec, or a message.
+
+    Strings as ``-e name=value`` gives them are converted where Ansible's argument specs convert
+    them (``true``/``no``/``on``/``1`` for bool, ``30`` for int, ``1.5`` for float); anything else of
+    the wrong type is a problem naming the variable, the value and the type expected.
+    """
+    kind = spec.get('type', 'str')
+    convert = _CONVERT.get(kind)
+    if value is None or convert is None:
+        return value, None
+    try:
+        return convert(value), None
+    except (TypeError, ValueError, OverflowError):
+        expected = _EXPECTED[kind].replace('%s', name)
+        return value, "variable '%s' must be of type %s (%s), got %s" % (name, kind, expected, _profile.type_name(value))
 
 
 def check_inventory_vars(variables, known, prefix='xuanwu_'):
@@ -114,25 +190,20 @@ def check_inventory_vars(variables, known, prefix='xuanwu_'):
     for name in sorted(variables):
         if not name.startswith(prefix):
             continue
-        value = variables[name]
         spec = known.get(name)
         if spec is None:
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = " (did you mean '%s'?)" % close[0] if close else ''
             problems.append("unknown variable '%s'%s" % (name, hint))
             continue
-        kinds = _TYPES.get(spec.get('type', 'str'))
-        if value is None or kinds is None:
-            continue
-        if isinstance(value, bool) and spec.get('type') in ('int', 'float'):
-            kinds = ()
-        if not isinstance(value, kinds):
-            problems.append("variable '%s' must be of type %s, got %s (%r)" % (name, spec.get('type', 'str'), type(value).__name__, value))
+        value, problem = convert_variable(name, spec, variables[name])
+        if problem:
+            problems.append(problem)
             continue
         choices = spec.get('choices')
-        if choices:
+        if choices and value is not None:
             values = value if isinstance(value, list) else [value]
             bad = [v for v in values if v not in choices]
             if bad:
-                problems.append("variable '%s' has %r; choose from %s" % (name, bad[0], ', '.join(str(c) for c in choices)))
+                problems.append("variable '%s' has %s, which is not one of: %s" % (name, _profile.type_name(bad[0]), ', '.join(str(c) for c in choices)))
     return problems

@@ -114,7 +114,7 @@ def test_a_hung_collective_is_stopped_at_the_bound_and_named(tmp_path):
 
 def test_recorded_collectives_replay_through_the_same_checks(tmp_path):
     bundle = tmp_path / 'bundle'
-    shutil.copytree(os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01'), str(bundle))
+    shutil.copytree(os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01'), str(bundle))
     manifest = json.loads((bundle / 'manifest.json').read_text())
     for coll, src in (('all_reduce', os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_wrong-results.txt')),
                       ('all_gather', os.path.join(HW, 'nccl-tests_all_gather_perf_-b8_-e8G_-f2_-g4.txt'))):

@@ -101,8 +101,8 @@ class Site(object):
         base.update(overrides)
         return base
 
-    def play(self, check=False, path_prepend=None, **overrides):
-        """Run the playbook with the site's variables and these overrides; return a Run."""
+    def play(self, check=False, path_prepend=None, cli=(), **overrides):
+        """Run the playbook with the site's variables, these overrides and ``cli`` (more arguments); return a Run."""
         self.runs += 1
         extra = os.path.join(self.tmp, 'vars-%d.json' % self.runs)
         with open(extra, 'w') as handle:
@@ -112,7 +112,7 @@ class Site(object):
                    ANSIBLE_CALLBACK_RESULT_FORMAT='json')
         if path_prepend:
             env['PATH'] = path_prepend + os.pathsep + env['PATH']
-        args = ['ansible-playbook', '-i', self.inventory, self.playbook, '-e', '@' + extra] + (['--check'] if check else [])
+        args = ['ansible-playbook', '-i', self.inventory, self.playbook, '-e', '@' + extra] + list(cli) + (['--check'] if check else [])
         proc = subprocess.run(args, cwd=self.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, timeout=240, check=False)
         out = proc.stdout
@@ -196,8 +196,12 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     rc, out, _result, changed = site.play(check=True)
     assert rc == 0 and changed == 0, out[-5000:]
 
-    # Forced (in check mode, to keep the test fast): the same build id would be built again.
-    rc, out, forced, changed = site.play(check=True, nccl_tests_build_force=True)
+    # `-e nccl_tests_build_force=false` as docs/nccl-tests-build.md types it: a string, and false.
+    rc, out, _result, changed = site.play(check=True, cli=('-e', 'nccl_tests_build_force=false'))
+    assert rc == 0 and changed == 0, out[-5000:]
+
+    # Forced (in check mode, to keep the test fast), as the docs type it: the same build id would be built again.
+    rc, out, forced, changed = site.play(check=True, cli=('-e', 'nccl_tests_build_force=true'))
     assert rc == 0 and changed > 0, out[-5000:]
     assert forced['build_id'] == result['build_id'] and forced['built'] is False
     assert 'Would use files/nccl-tests-%s.tar.gz' % VERSION in flat(out)

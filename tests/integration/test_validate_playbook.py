@@ -84,6 +84,19 @@ def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
         assert 'id="%s"' % host in page
 
 
+def test_the_demo_prints_no_warning(tmp_path):
+    """A newcomer's first run (`make demo`) shows nothing that is not about their cluster: no
+    warning of any kind, with the repository's ansible.cfg as it is (fact cache included)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
+    proc = subprocess.run(['ansible-playbook', '-i', 'inventories/demo', 'playbooks/validate.yml',
+                           '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports')],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    warnings = [line for line in proc.stdout.splitlines() if 'WARNING' in line]
+    assert warnings == []
+
+
 def write_inventory(tmp_path, host_vars, group_vars=None):
     inv = {'all': {'vars': dict({'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
                                  'xuanwu_profile': 'h200x4-nvlink'}, **(group_vars or {})),
@@ -93,7 +106,7 @@ def write_inventory(tmp_path, host_vars, group_vars=None):
     return str(path)
 
 
-BUNDLE = os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01')
+BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
 
 
 @pytest.mark.parametrize('host_vars, message', [
@@ -115,6 +128,41 @@ def test_bad_inventory_stops_before_anything_runs(tmp_path, host_vars, message):
     assert 'Traceback' not in out
     assert 'Probe the node' not in out, 'a node was probed although the inventory is invalid'
     assert not reports.exists()
+
+
+# The command-line forms README.md and docs/*.md show, typed as they are there: `-e name=value`
+# gives strings, which must work as the booleans and numbers they name.
+README_COLLECTIVES = ['-e', 'xuanwu_validate_collectives=true', '-e', 'xuanwu_validate_workloads=true',
+                      '-e', 'nccl_tests_build_archive=files/nccl-tests-2.19.6.tar.gz', '-e', 'nccl_tests_build_sha256=...']
+INTERNAL_NAMES = ('Tagged', 'AnsibleUnicode', '<class', 'Traceback')
+
+
+@pytest.mark.parametrize('switch', ['true', 'false'])
+def test_the_documented_command_line_forms_work(tmp_path, switch):
+    reports = tmp_path / 'reports'
+    forms = [a.replace('=true', '=' + switch) for a in README_COLLECTIVES]
+    rc, out = playbook('-i', 'inventories/demo', 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports,
+                       '-e', 'xuanwu_run_id=docs-forms', '-e', 'xuanwu_probe_timeout=30', '-e', 'xuanwu_max_fail_percentage=10',
+                       '-e', 'xuanwu_profile=h200x4-nvlink',
+                       *forms)
+    assert rc == 2, out[-4000:]
+    assert 'must be of type' not in out and not any(name in out for name in INTERNAL_NAMES), out[-4000:]
+    assert os.listdir(str(reports)) == ['docs-forms']
+    # The switches are honoured as the booleans they name: the stages run on the healthy node only when true.
+    for role in ('xuanwu.cluster.collectives', 'xuanwu.cluster.torch_workloads'):
+        assert ('TASK [%s : ' % role in out) == (switch == 'true'), role
+
+
+def test_command_line_mistakes_are_named_in_words(tmp_path):
+    inv = write_inventory(tmp_path, {'node': {'xuanwu_replay_dir': BUNDLE}})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports,
+                       '-e', 'xuanwu_probe_timeout=abc', '-e', 'xuanwu_validate_collectives=maybe', '-e', 'xuanwu_check_variables=yes')
+    assert rc != 0
+    assert "variable 'xuanwu_probe_timeout' must be of type int (a whole number such as 30), got str ('abc')" in out, out[-3000:]
+    assert "variable 'xuanwu_validate_collectives' must be of type bool (true/false, yes/no, on/off or 1/0), got str ('maybe')" in out
+    assert not any(name in out for name in INTERNAL_NAMES), out[-3000:]
+    assert 'Probe the node' not in out and not reports.exists()
 
 
 def test_malformed_profile_file_is_named(tmp_path):

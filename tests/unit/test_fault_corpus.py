@@ -2,7 +2,7 @@
 
 Each fault must produce exactly its expected ``fail`` findings (check id and component), on top of
 what the healthy base produces (nothing failing); the demo bundles committed under
-inventories/demo/bundles must be what scripts/make_bundles.py generates from the corpus.
+inventories/demo-bundles must be what scripts/make_bundles.py generates from the corpus.
 """
 import filecmp
 import importlib.util
@@ -84,7 +84,7 @@ def test_fault_is_detected_on_the_right_component(tmp_path, fault):
 def test_demo_bundles_are_generated_from_the_corpus(tmp_path):
     out = str(tmp_path / 'demo')
     hosts = make_bundles.build_demo(CORPUS, out=out)
-    committed = os.path.join(ROOT, 'inventories', 'demo', 'bundles')
+    committed = os.path.join(ROOT, 'inventories', 'demo-bundles')
     for host in hosts:
         cmp = filecmp.dircmp(os.path.join(out, host), os.path.join(committed, host))
         assert not (cmp.left_only or cmp.right_only or cmp.diff_files), \
