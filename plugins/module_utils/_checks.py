@@ -74,7 +74,8 @@ CHECKS = {
         'mode change or a faulty GPU; disable MIG (`nvidia-smi -mig 0 -i {index}`), reset the GPU, RMA if it stays short.'),
     'gpu.pcie_link': _c(
         'GPU PCIe link below the minimum', 'gpu<N>', 'fail',
-        'devices[].pcie_gen_max >= gpu.pcie.gen_min and pcie_width_current >= gpu.pcie.width_min',
+        'devices[].pcie_gen_max >= gpu.pcie.gen_min and pcie_width_current >= gpu.pcie.width_min; measured is the link '
+        'as read, current and maximum (`Gen4 x8 (max Gen5 x16)`)',
         'Check `nvidia-smi -q -d PCI -i {index}` and `lspci -vv -s {bus}` (LnkSta vs LnkCap): reseat the GPU or its '
         'riser/retimer card, check BIOS PCIe settings (link speed forced to a lower Gen), update BIOS; RMA if it persists.'),
     'gpu.pcie_downtrained': _c(
@@ -565,6 +566,8 @@ def _check_gpu_device(run, want, dev, name):
 def _check_pcie(run, want, dev, name, label, ctx):
     gen_cur, gen_max = _num(dev.get('pcie_gen_current')), _num(dev.get('pcie_gen_max'))
     width_cur, width_max = _num(dev.get('pcie_width_current')), _num(dev.get('pcie_width_max'))
+    # As measured: the current generation and width, then the most the link can reach.
+    measured = 'Gen%s x%s (max Gen%s x%s)' % (_int(gen_cur), _int(width_cur), _int(gen_max), _int(width_max))
     problems = []
     if want.get('gen_min') is not None:
         gen = gen_max if gen_max is not None else gen_cur
@@ -578,7 +581,7 @@ def _check_pcie(run, want, dev, name, label, ctx):
         elif width_cur < want['width_min']:
             problems.append('x%d, profile wants x%d' % (width_cur, want['width_min']))
     if problems:
-        run.add('gpu.pcie_link', name, 'Gen%s x%s' % (_int(gen_max if gen_max is not None else gen_cur), _int(width_cur)),
+        run.add('gpu.pcie_link', name, measured,
                 'Gen%s x%s' % (want.get('gen_min') or '?', want.get('width_min') or '?'),
                 '%s PCIe link: %s' % (label, '; '.join(problems)), **ctx)
     elif want.get('warn_downtrained'):
@@ -589,7 +592,7 @@ def _check_pcie(run, want, dev, name, label, ctx):
         if width_cur is not None and width_max is not None and width_cur < width_max:
             low.append('x%d of x%d' % (width_cur, width_max))
         if low:
-            run.add('gpu.pcie_downtrained', name, 'Gen%s x%s' % (_int(gen_cur), _int(width_cur)),
+            run.add('gpu.pcie_downtrained', name, measured,
                     'Gen%s x%s' % (_int(gen_max), _int(width_max)),
                     '%s PCIe link runs at %s' % (label, ', '.join(low)), **ctx)
 

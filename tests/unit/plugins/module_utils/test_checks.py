@@ -578,6 +578,18 @@ def test_gpu_names_and_messages():
     assert [(f['component'], f['measured'], f['expected']) for f in topo] == [('gpu1<->gpu2', 'PHB', 'NV18')]
 
 
+def test_pcie_measured_shows_current_and_max():
+    def gen4_x16(facts):
+        dev(facts, 0)['pcie_gen_current'] = 4
+    found = [(f['check'], f['measured'], f['expected']) for f in run_case('h200x4', gen4_x16) if f['check'].startswith('gpu.pcie')]
+    assert found == [('gpu.pcie_downtrained', 'Gen4 x16 (max Gen5 x16)', 'Gen5 x16')]
+
+    def unknown_width(facts):
+        dev(facts, 0).update(pcie_gen_current=3, pcie_gen_max=4, pcie_width_current=None)
+    found = [(f['check'], f['measured']) for f in run_case('h200x4', unknown_width) if f['check'].startswith('gpu.pcie')]
+    assert found == [('gpu.pcie_link', 'Gen3 x? (max Gen4 x16)')]
+
+
 def test_xid_on_unknown_bus_names_the_pci_address():
     findings = run_case('h200x4', xid(79, pci='0000:af:00'))
     fatal = [f for f in findings if f['check'] == 'gpu.xid_fatal']
