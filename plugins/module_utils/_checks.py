@@ -45,6 +45,13 @@ CHECKS = {
         'probes[name].status == parse_error (fail where the profile needs its facts, warn otherwise)',
         'Run `{command}` on the node and compare with the excerpt in the finding. If the tool prints something new (other '
         'version), capture a bundle (playbooks/capture.yml) and open an issue with it; otherwise fix the tool installation.'),
+    'probe.section_parse_error': _c(
+        'Part of a probe\'s output not understood', 'probe <name>: <section>', 'fail',
+        'probes[name].section_errors is empty (fail where the profile needs its facts, warn otherwise); the other '
+        'sections of the output are still checked',
+        'Run `{command}` on the node and read the part about {section} (quoted in the finding). A section the tool prints '
+        'in a new shape: capture a bundle (playbooks/capture.yml) and open an issue with it; an error printed in its place '
+        'names the fault of that component.'),
     'facts.not_collected': _c(
         'Facts the profile needs were not collected', '<section>', 'info',
         'profile requires a section whose probe was skipped or absent from the capture bundle',
@@ -141,7 +148,9 @@ CHECKS = {
         'Run `nvidia-smi nvlink --status -i {index}`; no links listed: check Fabric Manager on NVSwitch systems and the '
         'driver; reset the GPU; reseat/replace the GPU baseboard or NVSwitch tray; open an RMA with the node serial.'),
     'gpu.nvlink_down': _c(
-        'NVLink inactive', 'gpu<N>/nvlink<L>', 'fail', 'every link is active while fewer than gpu.nvlink.links_per_gpu are',
+        'NVLink inactive', 'gpu<N>/nvlink<L> or gpu<N>', 'fail',
+        'every link is active while fewer than gpu.nvlink.links_per_gpu are; a GPU for which nvidia-smi prints "all links '
+        'are inActive" instead of its links is one finding on gpu<N>, measured `all links inactive`',
         'Run `nvidia-smi nvlink --status -i {index}` and `nvidia-smi nvlink -e -i {index}` (error counters); reset the GPU; '
         'reseat/replace the GPU baseboard or NVSwitch tray; open an RMA with the node serial.'),
     'gpu.nvlink_speed': _c(
@@ -479,6 +488,23 @@ def _check_probes(run):
             message += '\n--- output excerpt ---\n%s' % excerpt
         run.add(check, 'probe %s' % key, status, 'ok', message, severity='fail' if relevant else 'warn',
                 command=record.get('command') or key, rc=record.get('rc'))
+    for key in sorted(probes):
+        record = probes[key]
+        problems = record.get('section_errors') if isinstance(record, dict) else None
+        if not isinstance(problems, list) or record.get('status') != 'ok':
+            continue
+        sections = PROBE_SECTIONS.get(key.split(':', 1)[0])
+        relevant = sections is None or bool(wanted.intersection(sections))
+        for problem in problems:
+            if not isinstance(problem, dict):
+                continue
+            section = str(problem.get('section'))
+            message = 'probe %s (`%s`): the part about %s was not understood: %s' % (
+                key, record.get('command'), section, problem.get('error'))
+            if problem.get('excerpt'):
+                message += '\n--- what was read ---\n%s' % problem['excerpt']
+            run.add('probe.section_parse_error', 'probe %s: %s' % (key, section), 'not understood', 'ok', message,
+                    severity='fail' if relevant else 'warn', command=record.get('command') or key, section=section)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -704,7 +730,12 @@ def _check_nvlink(run, want, gpu, devices):
         links = [link for link in (entry.get('links') or []) if isinstance(link, dict)]
         active = [link for link in links if link.get('active') is True]
         name = 'gpu%s' % index
-        if len(links) < expected:
+        if entry.get('all_inactive') is True and not active:
+            run.add('gpu.nvlink_down', name, 'all links inactive', '%d active' % expected,
+                    '%s: nvidia-smi reports that all its NVLinks are inactive ("NVML: Unable to retrieve NVLink '
+                    'information as all links are inActive")' % name, index=index)
+            continue
+        if len(links) < expected and not entry.get('parse_error'):
             run.add('gpu.nvlink_count', name, len(links), expected,
                     '%s: nvidia-smi lists %d NVLink(s), profile wants %d active' % (name, len(links), expected), index=index)
         if len(active) < expected:

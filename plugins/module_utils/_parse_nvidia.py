@@ -13,10 +13,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import functools
+import math
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
 
 # The fields the probe passes to ``nvidia-smi --query-gpu=<fields> --format=csv``.
 QUERY_GPU_FIELDS = (
@@ -578,19 +579,37 @@ _NVLINK_DOWN = re.compile(r'inactive|link is down|\bdown\b|disabled|not active',
 _SPEED_SCALE = {'M': 0.001, 'G': 1.0, 'T': 1000.0}
 
 
+# Printed instead of the link lines for a GPU whose links are all down (at column 0 on current
+# drivers, indented on some older ones; "inActive" or "inactive").
+_NVLINK_ALL_INACTIVE = re.compile(r'^NVML:\s*Unable to retrieve NVLink information as all links are inactive\b', re.IGNORECASE)
+
+
 @_guarded(_NVLINK_SOURCE)
 def parse_nvlink_status(text):
-    """Parse ``nvidia-smi nvlink --status`` (``-s``).
+    """Parse ``nvidia-smi nvlink --status`` (``-s``), one section per GPU.
 
-    Returns ``{"0": {"links": [{link, speed_gbps, active}]}}`` keyed by GPU index as a string; speed
-    in GB/s as printed (any decimals), ``None`` for ``<inactive>`` links (``active: false``). A GPU
-    that lists no links (or prints that all its links are inactive) has ``links: []``. GPU lines
-    with or without ``(UUID: ...)`` are accepted; empty output (no NVLink) gives ``{}``.
+    Returns ``{"0": {"links": [{link, speed_gbps, active}], "all_inactive": false}}`` keyed by GPU
+    index as a string; speed in GB/s as printed (any decimals), ``None`` for ``<inactive>`` links
+    (``active: false``). A GPU for which nvidia-smi prints ``NVML: Unable to retrieve NVLink
+    information as all links are inActive`` has ``all_inactive: true`` and no links; a GPU that
+    lists nothing has ``links: []``. GPU lines with or without ``(UUID: ...)`` are accepted; empty
+    output (no NVLink) gives ``{}``.
+
+    A line inside a GPU's section that is not understood (an unreadable link state, a second
+    section for the same GPU, any other text) does not spoil the other GPUs: the links read so far
+    are kept and the GPU's dict gets ``parse_error`` (``_errors.section_error``: section ``gpu<N>``,
+    the reason and the lines read). Only text before the first GPU line raises ``ParseError``.
     """
     source = _NVLINK_SOURCE
     text = _text(source, text)
     result = {}
     current = None
+    header = None
+
+    def problem(reason, line):
+        if SECTION_ERROR_KEY not in current:
+            current[SECTION_ERROR_KEY] = section_error('gpu%s' % key, reason, '%s\n%s' % (header, line))
+
     for line in text.split('\n'):
         stripped = line.strip()
         if not stripped or _NOISE.match(line):
@@ -598,30 +617,33 @@ def parse_nvlink_status(text):
         gpu = _NVLINK_GPU.match(stripped)
         if gpu:
             key = str(int(gpu.group(1)))
+            header = stripped
             if key in result:
-                raise ParseError(source, 'GPU %s listed twice' % key, text)
-            current = result[key] = {'links': []}
+                current = result[key]
+                problem('GPU %s listed twice' % key, stripped)
+                continue
+            current = result[key] = {'links': [], 'all_inactive': False}
+            continue
+        if current is None:
+            if _NVLINK_LINK.match(stripped):
+                raise ParseError(source, 'link line before any GPU line', text)
+            raise ParseError(source, 'unexpected line %r' % stripped[:60], text)
+        if _NVLINK_ALL_INACTIVE.match(stripped):
+            current['all_inactive'] = True
             continue
         link = _NVLINK_LINK.match(stripped)
-        if link:
-            if current is None:
-                raise ParseError(source, 'link line before any GPU line', text)
-            value = link.group(2).strip()
-            speed = _NVLINK_SPEED.match(value)
-            if speed:
-                entry = {'link': int(link.group(1)),
-                         'speed_gbps': round(float(speed.group(1)) * _SPEED_SCALE[speed.group(2).upper()], 6),
-                         'active': True}
-            elif _NVLINK_DOWN.search(value):
-                entry = {'link': int(link.group(1)), 'speed_gbps': None, 'active': False}
-            else:
-                raise ParseError(source, 'cannot read link state %r' % value[:40], text)
-            current['links'].append(entry)
+        if not link:
+            problem('unexpected line %r' % stripped[:60], stripped)
             continue
-        if current is not None and line[:1] in ' \t':
-            # e.g. "NVML: Unable to retrieve NVLink information as all links are inActive"
-            continue
-        raise ParseError(source, 'unexpected line %r' % stripped[:60], text)
+        value = link.group(2).strip()
+        speed = _NVLINK_SPEED.match(value)
+        gbps = float(speed.group(1)) * _SPEED_SCALE[speed.group(2).upper()] if speed else None
+        if gbps is not None and math.isfinite(gbps):
+            current['links'].append({'link': int(link.group(1)), 'speed_gbps': round(gbps, 6), 'active': True})
+        elif _NVLINK_DOWN.search(value):
+            current['links'].append({'link': int(link.group(1)), 'speed_gbps': None, 'active': False})
+        else:
+            problem('cannot read the state of link %s: %r' % (link.group(1), value[:40]), stripped)
     return result
 
 

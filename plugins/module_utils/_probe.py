@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
@@ -322,6 +322,9 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
             try:
                 parsed[probe.key] = out.alternative.parser(out.stdout)
                 record['status'] = 'ok'
+                problems = section_errors(parsed[probe.key])
+                if problems:
+                    record['section_errors'] = problems
             except ParseError as err:
                 record.update(status='parse_error', error=str(err), excerpt=err.excerpt or excerpt(out.stdout))
         elif out.status == 'failed':

@@ -281,6 +281,22 @@ def nvlink_link(gpu, link, **changes):
     return mutate
 
 
+def nvlink_all_inactive(gpu):
+    def mutate(facts):
+        facts['gpu']['nvlink'][str(gpu)] = {'links': [], 'all_inactive': True}
+    return mutate
+
+
+def section_error(key, section, gpu=None):
+    """Probe ``key`` parsed, but one section of its output was not understood."""
+    def mutate(facts):
+        problem = {'section': section, 'error': 'unexpected line', 'excerpt': 'GPU 1: NVIDIA H200\nsomething new'}
+        facts['probes'][key]['section_errors'] = [problem]
+        if gpu is not None:
+            facts['gpu']['nvlink'][str(gpu)]['parse_error'] = problem
+    return mutate
+
+
 def xid(number, pci='0000:00:08'):
     def mutate(facts):
         facts['gpu']['xid_events'] = [{
@@ -355,6 +371,7 @@ def probe_status(key, status, error='boom', excerpt=None):
 FAIL_CASES = [
     ('probe.failed', 'hgx', probe_status('ibstat', 'failed', 'ibstat: timeout'), None),
     ('probe.parse_error', 'hgx', probe_status('nvidia_topo', 'parse_error', 'cannot parse', 'GPU0 garbage'), None),
+    ('probe.section_parse_error', 'h200x4', section_error('nvidia_nvlink', 'gpu1', gpu=1), None),
     ('facts.not_collected', 'h200x4', None, None),
     ('facts.not_measured', 'hgx', iface('rdma0', mtu=None), None),
     ('gpu.driver_missing', 'hgx', gpu_missing, None),
@@ -413,6 +430,7 @@ FAIL_CASES = [
 PASS_CASES = [
     ('probe.failed', 'hgx', probe_status('nvcc', 'missing'), None),
     ('probe.parse_error', 'hgx', None, None),
+    ('probe.section_parse_error', 'h200x4', None, None),
     ('facts.not_collected', 'hgx', None, None),
     ('facts.not_measured', 'hgx', None, None),
     ('gpu.driver_missing', 'hgx', gpu_missing,
@@ -588,6 +606,26 @@ def test_pcie_measured_shows_current_and_max():
         dev(facts, 0).update(pcie_gen_current=3, pcie_gen_max=4, pcie_width_current=None)
     found = [(f['check'], f['measured']) for f in run_case('h200x4', unknown_width) if f['check'].startswith('gpu.pcie')]
     assert found == [('gpu.pcie_link', 'Gen3 x? (max Gen4 x16)')]
+
+
+def test_nvlink_all_inactive_gpu_is_one_finding_and_the_others_are_checked():
+    findings = run_case('h200x4', both(nvlink_all_inactive(2), nvlink_link(0, 3, active=False, speed_gbps=None)))
+    found = sorted((f['check'], f['component'], f['measured'], f['severity']) for f in findings if f['severity'] != 'info')
+    assert found == [('gpu.nvlink_down', 'gpu0/nvlink3', 'inactive', 'fail'),
+                     ('gpu.nvlink_down', 'gpu2', 'all links inactive', 'fail')]
+    assert 'nvidia-smi nvlink --status -i 2' in [f for f in findings if f['component'] == 'gpu2'][0]['remediation']
+
+
+def test_section_parse_error_names_the_section_and_what_was_read():
+    findings = run_case('h200x4', section_error('nvidia_nvlink', 'gpu1', gpu=1))
+    found = [f for f in findings if f['severity'] != 'info']
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [
+        ('probe.section_parse_error', 'probe nvidia_nvlink: gpu1', 'fail')]
+    assert 'something new' in found[0]['message'] and 'nvidia-smi nvlink --status' in found[0]['remediation']
+    # A section of a probe the profile does not need only warns.
+    findings = run_case('h200x4', section_error('nvidia_nvlink', 'gpu1'), {'gpu': None, 'software': None})
+    assert [(f['check'], f['severity']) for f in findings if f['check'].startswith('probe.')] == [
+        ('probe.section_parse_error', 'warn')]
 
 
 def test_xid_on_unknown_bus_names_the_pci_address():
