@@ -5,18 +5,20 @@ parser, which reads free text, never raises). Also the plain tests of ``merge_gp
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
 REAL = os.path.join(FIXTURES, 'hardware', 'h200x4-nvlink')
 DERIVED = os.path.join(FIXTURES, 'derived', 'nvidia')
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Examples per test: the loaded profile (tests/conftest.py: 150 for make unit, 10,000 for make fuzz).
+SETTINGS = settings()
 
 
 def _read(path):
@@ -90,9 +92,11 @@ def mutated(draw, key):
 
 def _only_parse_errors(func, text, **kwargs):
     try:
-        return func(text, **kwargs)
+        result = func(text, **kwargs)
     except ParseError:
         return None
+    assert_finite(result)
+    return result
 
 
 @SETTINGS
