@@ -698,6 +698,70 @@ def parse_xid_events(text):
 
 
 # --------------------------------------------------------------------------------------------
+# /proc/driver/nvidia/version and NVML's initialisation error
+# --------------------------------------------------------------------------------------------
+
+_PROC_SOURCE = '/proc/driver/nvidia/version'
+_PROC_NVRM = re.compile(r'^NVRM version:\s*(?P<desc>.*?Kernel Module.*?)\s+(?P<version>\d+(?:\.\d+)+)(?=\s|$)')
+_PROC_ARCH = re.compile(r'(?:\bfor\s+(?P<for>\S+)$|(?<!\S)(?P<unix>(?!Open\b|UNIX\b)\S+)\s+Kernel Module$)')
+_PROC_GCC = re.compile(r'^GCC version:\s*(?:gcc version\s+)?(?P<gcc>\S+)')
+_NVML_INIT = re.compile(r'Failed to initialize NVML:\s*(?P<message>[^\n]*?)\s*$', re.MULTILINE)
+_NVML_LIBRARY = re.compile(r'NVML library version:\s*(?P<version>\d+(?:\.\d+)*)')
+
+
+@_guarded(_PROC_SOURCE)
+def parse_proc_driver_version(text):
+    """Parse ``/proc/driver/nvidia/version``: the loaded kernel module's own version.
+
+    Reads the ``NVRM version:`` line as the open modules print it (``NVIDIA UNIX Open Kernel Module
+    for x86_64  580.159.04  Release Build  (builder@host)  <date>``) and as the proprietary ones do
+    (``NVIDIA UNIX x86_64 Kernel Module  580.173.02  <date>``). Returns ``{version, flavour, arch,
+    gcc_version}``: flavour ``open`` or ``proprietary``; ``arch`` and ``gcc_version`` ``None`` where
+    not printed.
+    """
+    source = _PROC_SOURCE
+    text = _text(source, text)
+    result = None
+    gcc = None
+    for line in text.split('\n'):
+        stripped = line.strip()
+        match = _PROC_NVRM.match(stripped)
+        if match and result is None:
+            desc = match.group('desc').strip()
+            arch = _PROC_ARCH.search(desc)
+            result = {'version': match.group('version'),
+                      'flavour': 'open' if re.search(r'\bOpen Kernel\b', desc) else 'proprietary',
+                      'arch': (arch.group('for') or arch.group('unix')) if arch else None}
+            continue
+        found = _PROC_GCC.match(stripped)
+        if found and gcc is None:
+            gcc = found.group('gcc')
+    if result is None:
+        raise ParseError(source, 'no "NVRM version: ... Kernel Module <version>" line', text)
+    result['gcc_version'] = gcc
+    return result
+
+
+def nvml_init_error(text):
+    """What nvidia-smi printed when NVML could not start, or ``None``.
+
+    ``Failed to initialize NVML: Driver/library version mismatch`` (an upgrade that replaced the
+    user-space library while the old kernel module is still loaded) gives ``{message: "Driver/library
+    version mismatch", nvml_library_version: "580.178"}``, the version from the ``NVML library
+    version:`` line newer drivers add (``None`` when absent). Never raises.
+    """
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    if not isinstance(text, str):
+        return None
+    match = _NVML_INIT.search(_ANSI.sub('', text).replace('\r', '\n'))
+    if not match:
+        return None
+    library = _NVML_LIBRARY.search(text)
+    return {'message': match.group('message')[:200] or None, 'nvml_library_version': library.group('version') if library else None}
+
+
+# --------------------------------------------------------------------------------------------
 # nvcc --version
 # --------------------------------------------------------------------------------------------
 
