@@ -163,6 +163,33 @@ def _convert(source, kind, value, what, text):
     raise ParseError(source, '%s is not a flag: %r' % (what, value[:40]), text)
 
 
+def _query_row(source, columns, number, row):
+    """One csv row -> a device dict; a value or row not understood spoils only this GPU (``parse_error``)."""
+    cells = [cell.strip() for cell in row.split(',')]
+    device = dict((key, None) for key, _names, _kind in _QUERY_KEYS)
+    if len(cells) != len(columns):
+        if columns[0] == 'index' and re.match(r'^\d+$', cells[0]):
+            device['index'] = int(cells[0])
+        reason = 'row %d has %d values for %d columns' % (number, len(cells), len(columns))
+    else:
+        reason = None
+        values = dict(zip(columns, cells))
+        for key, names, kind in _QUERY_KEYS:
+            raw = None
+            for name in names:
+                if name in values:
+                    raw = values[name]
+                    break
+            try:
+                device[key] = _convert(source, kind, raw, key, row)
+            except ParseError as err:
+                reason = reason or err.reason
+    if reason:
+        section = 'gpu%s' % device['index'] if device['index'] is not None else 'row %d' % number
+        device[SECTION_ERROR_KEY] = section_error(section, reason, row)
+    return device
+
+
 @_guarded(_QUERY_SOURCE)
 def parse_query_gpu(text, fields=None):
     """Parse ``nvidia-smi --query-gpu=<fields> --format=csv`` (units and ``nounits`` both accepted).
@@ -175,7 +202,10 @@ def parse_query_gpu(text, fields=None):
     Returns a list of device dicts ordered by index: index, name, uuid, bus_id (as printed),
     driver_version, memory_total_mib, pcie_gen_current, pcie_gen_max, pcie_width_current,
     pcie_width_max, persistence_mode (bool), ecc_mode (bool), clocks_max_sm_mhz.
-    ``No devices were found`` (and empty text) gives ``[]``. Lines such as ``Unable to determine the
+    ``No devices were found`` (and empty text) gives ``[]``. A row that does not have one value per
+    column, or a value that is not what its column holds, spoils only that GPU: its unreadable
+    values are ``None`` and it gets ``parse_error`` (``_errors.section_error``, section ``gpu<index>``,
+    the row as read). Lines such as ``Unable to determine the
     device handle for GPU3: 0000:04:00.0: Unknown Error`` (a GPU that fell off the bus, printed
     among the rows of the GPUs that still answer) are skipped: that GPU is not in the list.
     """
@@ -203,19 +233,7 @@ def parse_query_gpu(text, fields=None):
                          text)
     devices = []
     for number, row in enumerate(rows, 1):
-        cells = [cell.strip() for cell in row.split(',')]
-        if len(cells) != len(columns):
-            raise ParseError(source, 'row %d has %d values for %d columns' % (number, len(cells), len(columns)), text)
-        values = dict(zip(columns, cells))
-        device = {}
-        for key, names, kind in _QUERY_KEYS:
-            raw = None
-            for name in names:
-                if name in values:
-                    raw = values[name]
-                    break
-            device[key] = _convert(source, kind, raw, key, text)
-        devices.append(device)
+        devices.append(_query_row(source, columns, number, row))
     if all(d['index'] is not None for d in devices):
         devices.sort(key=lambda d: d['index'])
     return devices
@@ -406,28 +424,56 @@ def parse_smi_xml(text):
     result = {'driver_version': None if _is_na(driver) else driver,
               'cuda_driver_version': None if _is_na(cuda) else cuda,
               'gpus': {}}
-    for gpu in root.findall('gpu'):
+    for number, gpu in enumerate(root.findall('gpu')):
         raw_id = gpu.get('id') or _child_text(gpu, 'pci/pci_bus_id')
-        if not raw_id:
-            raise ParseError(source, '<gpu> without an id or pci_bus_id', text)
-        bus_id = normalise_bus_id(raw_id)
+        try:
+            bus_id = normalise_bus_id(raw_id) if raw_id else None
+        except ParseError:
+            bus_id = None
+        if bus_id is None:
+            # Not a GPU this parser can name by bus id: kept under its position, with the problem.
+            key = '<gpu %d>' % number
+            result['gpus'][key] = {SECTION_ERROR_KEY: section_error(
+                key, '<gpu> without a PCI bus id (id=%r)' % (raw_id or '')[:40], ET.tostring(gpu, 'unicode')[:400])}
+            continue
         if bus_id in result['gpus']:
-            raise ParseError(source, 'two <gpu> elements for %s' % bus_id, text)
-        ecc = gpu.find('ecc_errors')
-        name = _child_text(gpu, 'product_name')
-        uuid = _child_text(gpu, 'uuid')
-        result['gpus'][bus_id] = {
-            'product_name': None if _is_na(name) else name,
-            'uuid': None if _is_na(uuid) else uuid,
-            'ecc_errors': {
-                'volatile': _ecc_block(None if ecc is None else ecc.find('volatile'), 'volatile', text),
-                'aggregate': _ecc_block(None if ecc is None else ecc.find('aggregate'), 'aggregate', text),
-            },
-            'retired_pages': _retired_pages(gpu, text),
-            'remapped_rows': _remapped_rows(gpu, text),
-            'clocks_event_reasons_active': _clock_reasons(gpu, text),
-        }
+            details = result['gpus'][bus_id]
+            details.setdefault(SECTION_ERROR_KEY, section_error('gpu %s' % bus_id, 'two <gpu> elements for %s' % bus_id,
+                                                                 ET.tostring(gpu, 'unicode')[:400]))
+            continue
+        result['gpus'][bus_id] = _gpu_details(gpu, bus_id)
     return result
+
+
+def _gpu_details(gpu, bus_id):
+    """One ``<gpu>`` element; a part that is not understood is ``None`` and names itself in ``parse_error``."""
+    ecc = gpu.find('ecc_errors')
+    name = _child_text(gpu, 'product_name')
+    uuid = _child_text(gpu, 'uuid')
+    problems = []
+
+    def part(func, *args):
+        try:
+            return func(*args)
+        except ParseError as err:
+            problems.append(err)
+            return None
+
+    details = {
+        'product_name': None if _is_na(name) else name,
+        'uuid': None if _is_na(uuid) else uuid,
+        'ecc_errors': {
+            'volatile': part(_ecc_block, None if ecc is None else ecc.find('volatile'), 'volatile', None),
+            'aggregate': part(_ecc_block, None if ecc is None else ecc.find('aggregate'), 'aggregate', None),
+        },
+        'retired_pages': part(_retired_pages, gpu, None),
+        'remapped_rows': part(_remapped_rows, gpu, None),
+        'clocks_event_reasons_active': part(_clock_reasons, gpu, None),
+    }
+    if problems:
+        details[SECTION_ERROR_KEY] = section_error('gpu %s' % bus_id, '; '.join(err.reason for err in problems)[:300],
+                                                   '\n'.join(err.reason for err in problems))
+    return details
 
 
 _MERGED_KEYS = ('ecc_errors', 'retired_pages', 'remapped_rows', 'clocks_event_reasons_active')
