@@ -437,9 +437,8 @@ def parse_smi_xml(text):
                 key, '<gpu> without a PCI bus id (id=%r)' % (raw_id or '')[:40], ET.tostring(gpu, 'unicode')[:400])}
             continue
         if bus_id in result['gpus']:
-            details = result['gpus'][bus_id]
-            details.setdefault(SECTION_ERROR_KEY, section_error('gpu %s' % bus_id, 'two <gpu> elements for %s' % bus_id,
-                                                                 ET.tostring(gpu, 'unicode')[:400]))
+            repeated = section_error('gpu %s' % bus_id, 'two <gpu> elements for %s' % bus_id, ET.tostring(gpu, 'unicode')[:400])
+            result['gpus'][bus_id].setdefault(SECTION_ERROR_KEY, repeated)
             continue
         result['gpus'][bus_id] = _gpu_details(gpu, bus_id)
     return result

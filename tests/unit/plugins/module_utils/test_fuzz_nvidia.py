@@ -111,9 +111,9 @@ def test_fuzz_query_gpu(text, with_fields):
     if result is not None:
         assert isinstance(result, list)
         for device in result:
-            assert set(device) - set(['parse_error']) == set(['index', 'name', 'uuid', 'bus_id', 'driver_version', 'memory_total_mib',
-                                       'pcie_gen_current', 'pcie_gen_max', 'pcie_width_current', 'pcie_width_max',
-                                       'persistence_mode', 'ecc_mode', 'clocks_max_sm_mhz'])
+            assert set(device) - set(['parse_error']) == set([
+                'index', 'name', 'uuid', 'bus_id', 'driver_version', 'memory_total_mib', 'pcie_gen_current', 'pcie_gen_max',
+                'pcie_width_current', 'pcie_width_max', 'persistence_mode', 'ecc_mode', 'clocks_max_sm_mhz'])
             assert device['ecc_mode'] in (True, False, None)
 
 
