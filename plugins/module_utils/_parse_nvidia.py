@@ -528,6 +528,10 @@ def parse_topo_matrix(text):
     ``cpu``, ``numa`` and ``gpu_numa_id`` (``N/A`` -> ``None``) for the rows that print them;
     ``nic_names`` maps ``NIC0`` to ``mlx5_0`` from the ``NIC Legend:`` block. Tab- or
     space-separated text, ANSI escapes (the underlined header) and CRLF are accepted.
+
+    A row with a cell that is not a link type, or with too few cells, keeps the cells that were read
+    (its pairs are still filled from the other rows' columns) and the result gets ``parse_error``
+    (``_errors.section_error``, section ``row GPU1[, ...]``, the rows as read).
     """
     source = _TOPO_SOURCE
     text = _text(source, text)
@@ -556,6 +560,7 @@ def parse_topo_matrix(text):
     result['devices'] = devices
     matrix = dict((dev, {}) for dev in devices)
     seen = set()
+    bad_rows = []
     in_nic_legend = False
     for line in lines[header_at + 1:]:
         stripped = line.strip()
@@ -580,16 +585,18 @@ def parse_topo_matrix(text):
                 cells = cells[1:]
             else:
                 cells = stripped.split()[1:]
+            problems = []
             if len(cells) < len(devices):
-                raise ParseError(source, 'row %s has %d cells for %d columns' % (label, len(cells), len(devices)), text)
+                problems.append('row %s has %d cells for %d columns' % (label, len(cells), len(devices)))
             for col, cell in zip(devices, cells[:len(devices)]):
                 if not _TOPO_CELL.match(cell):
-                    raise ParseError(source, 'row %s column %s: %r is not a link type' % (label, col, cell[:20]), text)
-                if col == label:
-                    continue
-                matrix[label][col] = cell
+                    problems.append('row %s column %s: %r is not a link type' % (label, col, cell[:20]))
+                elif col != label:
+                    matrix[label][col] = cell
+            if problems:
+                bad_rows.append((label, problems[0], stripped))
             values = [cell for cell in cells[len(devices):] if cell]
-            if values and affinity_names:
+            if values and affinity_names and len(cells) >= len(devices):
                 entry = {'cpu': None, 'numa': None, 'gpu_numa_id': None}
                 for index, name in enumerate(affinity_names):
                     raw = values[index] if index < len(values) else None
@@ -609,6 +616,10 @@ def parse_topo_matrix(text):
             if row != col and col not in matrix[row] and row in matrix.get(col, {}):
                 matrix[row][col] = matrix[col][row]
     result['matrix'] = matrix
+    if bad_rows:
+        result[SECTION_ERROR_KEY] = section_error(
+            'row %s' % ', '.join(label for label, _reason, _line in bad_rows),
+            '; '.join(reason for _label, reason, _line in bad_rows)[:300], '\n'.join(line for _label, _reason, line in bad_rows))
     return result
 
 
