@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import calendar
+import math
 import re
 import time
 
@@ -176,15 +177,15 @@ _UINT_RE = re.compile(r'[0-9]+\Z')
 
 
 def _chrony_float(value, what, text):
-    if not _FLOAT_RE.match(value):
-        raise ParseError('chronyc tracking', '%s is not a number: %r' % (what, value), text)
+    if not _FLOAT_RE.match(value) or not math.isfinite(float(value)):
+        raise ParseError('chronyc tracking', '%s is not a number: %r' % (what, value[:40]), text)
     return float(value)
 
 
 def _match_num(regex, value, what, text):
     match = regex.match(value)
-    if not match:
-        raise ParseError('chronyc tracking', 'unexpected %s: %r' % (what, value), text)
+    if not match or not math.isfinite(float(match.group(1))):
+        raise ParseError('chronyc tracking', 'unexpected %s: %r' % (what, value[:60]), text)
     return float(match.group(1)), (match.group(2) if regex.groups > 1 else None)
 
 

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
@@ -65,6 +66,8 @@ def _rate(value, source, text):
     if not match:
         raise ParseError(source, 'rate is not a number: %r' % value, text)
     number = float(match.group(1))
+    if not math.isfinite(number):
+        raise ParseError(source, 'rate is not a number: %r' % value[:40], text)
     return int(number) if number == int(number) else number
 
 
