@@ -779,6 +779,13 @@ def test_group_tie_flags_every_host_and_overrides_apply():
     assert evaluate_group(hosts, keys=('software.nccl_version',), profile=profile) == []
 
 
+def test_driver_drift_between_hosts_fails_a_production_gate():
+    # A job whose ranks run different drivers is the classic NCCL hang: fail by default, not warn.
+    findings = evaluate_group(_group_facts(software__driver_version='550.54.15'))
+    assert [(f['host'], f['check'], f['severity']) for f in findings] == [('n3', 'consistency.software.driver_version', 'fail')]
+    assert 'NCCL' in findings[0]['remediation']
+
+
 def test_group_custom_key():
     hosts = _group_facts()
     setp('host.os.version_id', '24.04')(hosts['n1'])
