@@ -3,6 +3,7 @@
 #   make setup        create .venv (ansible-core 2.19) and .venv-2.16, link the collection
 #   make test         unit, lint, sanity, integration and molecule; prints "suites: N passed, N failed"
 #   make unit | lint | sanity | integration | molecule | bench | demo
+#   make fuzz         every parser's fuzz tests with 10,000 examples each (make unit runs 150)
 #   make molecule     the roles in podman containers (root; docs/molecule.md); MOLECULE_SCENARIOS=chrony
 
 SHELL := /bin/bash
@@ -16,7 +17,7 @@ STAMP     := $(VENV)/.requirements.sha256
 PYTEST_ARGS ?= -q
 SUITES    := unit lint sanity integration molecule
 
-.PHONY: help setup test unit lint sanity integration molecule bench demo demo-bundles clean
+.PHONY: help setup test unit fuzz lint sanity integration molecule bench demo demo-bundles clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -30,6 +31,13 @@ $(STAMP): scripts/setup.sh $(wildcard requirements/*.txt)
 
 unit: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS) tests/unit
+
+# The fuzz tests of tests/unit with the "fuzz" hypothesis profile (tests/conftest.py): 10,000
+# examples per test, i.e. per parser; the statistics show the examples each test ran.
+FUZZ_TESTS := $(wildcard tests/unit/plugins/module_utils/test_fuzz_*.py)
+
+fuzz: $(STAMP)
+	XUANWU_HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/python -m pytest $(PYTEST_ARGS) --hypothesis-show-statistics $(FUZZ_TESTS)
 
 lint: $(STAMP)
 	bash scripts/lint.sh

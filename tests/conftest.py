@@ -3,6 +3,8 @@ import os
 import sys
 import tempfile
 
+from hypothesis import HealthCheck, settings
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -23,3 +25,10 @@ def _collection_root():
 
 sys.path.insert(0, _collection_root())
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
+
+# Hypothesis: "quick" for make unit and CI; "fuzz" (make fuzz) runs every fuzz test, so every
+# parser, for at least 10,000 examples. Select with XUANWU_HYPOTHESIS_PROFILE.
+FUZZ_EXAMPLES = {'quick': 150, 'fuzz': 10000}
+for _name, _examples in FUZZ_EXAMPLES.items():
+    settings.register_profile(_name, max_examples=_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get('XUANWU_HYPOTHESIS_PROFILE', 'quick'))

@@ -45,6 +45,13 @@ CHECKS = {
         'probes[name].status == parse_error (fail where the profile needs its facts, warn otherwise)',
         'Run `{command}` on the node and compare with the excerpt in the finding. If the tool prints something new (other '
         'version), capture a bundle (playbooks/capture.yml) and open an issue with it; otherwise fix the tool installation.'),
+    'probe.section_parse_error': _c(
+        'Part of a probe\'s output not understood', 'probe <name>: <section>', 'fail',
+        'probes[name].section_errors is empty (fail where the profile needs its facts, warn otherwise); the other '
+        'sections of the output are still checked',
+        'Run `{command}` on the node and read the part about {section} (quoted in the finding). A section the tool prints '
+        'in a new shape: capture a bundle (playbooks/capture.yml) and open an issue with it; an error printed in its place '
+        'names the fault of that component.'),
     'facts.not_collected': _c(
         'Facts the profile needs were not collected', '<section>', 'info',
         'profile requires a section whose probe was skipped or absent from the capture bundle',
@@ -74,7 +81,8 @@ CHECKS = {
         'mode change or a faulty GPU; disable MIG (`nvidia-smi -mig 0 -i {index}`), reset the GPU, RMA if it stays short.'),
     'gpu.pcie_link': _c(
         'GPU PCIe link below the minimum', 'gpu<N>', 'fail',
-        'devices[].pcie_gen_max >= gpu.pcie.gen_min and pcie_width_current >= gpu.pcie.width_min',
+        'devices[].pcie_gen_max >= gpu.pcie.gen_min and pcie_width_current >= gpu.pcie.width_min; measured is the link '
+        'as read, current and maximum (`Gen4 x8 (max Gen5 x16)`)',
         'Check `nvidia-smi -q -d PCI -i {index}` and `lspci -vv -s {bus}` (LnkSta vs LnkCap): reseat the GPU or its '
         'riser/retimer card, check BIOS PCIe settings (link speed forced to a lower Gen), update BIOS; RMA if it persists.'),
     'gpu.pcie_downtrained': _c(
@@ -135,12 +143,28 @@ CHECKS = {
         'NCCL will route this GPU\'s network traffic through the CPU: check `nvidia-smi topo -m` and NIC placement (same '
         'PCIe switch as the GPU), that the RDMA driver is loaded (NICs appear in the matrix), and NCCL_IB_HCA / NCCL_NET '
         'settings; with NCCL_DEBUG=INFO look for "GPU Direct RDMA Disabled".'),
+    'gpu.driver_library_mismatch': _c(
+        'NVIDIA kernel module and NVML disagree', 'nvidia driver', 'fail',
+        'gpu.kernel_module.version (/proc/driver/nvidia/version) equals the driver version NVML reports (nvidia-smi), '
+        'and nvidia-smi does not fail with "Driver/library version mismatch"',
+        'The driver was upgraded (or partly removed) while the old kernel module stayed loaded: user space is {measured}. '
+        'Drain the node, then reboot it (or stop every GPU user, nvidia-persistenced, nvidia-fabricmanager and DCGM, and '
+        '`rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia` so the new module loads); check that the driver packages '
+        'are all of one version (`dpkg -l | grep -i nvidia` / `rpm -qa | grep -i nvidia`) and that DKMS built the module '
+        'for the running kernel.'),
+    'gpu.driver_version_mixed': _c(
+        'GPUs of one node report different driver versions', 'nvidia driver', 'fail',
+        'devices[].driver_version (nvidia-smi --query-gpu) and gpu.driver_version (nvidia-smi -q -x) are one value',
+        'The node was read in the middle of a driver change, or two driver installations are mixed. Reinstall one driver '
+        'branch, reboot, and validate the node again.'),
     'gpu.nvlink_count': _c(
         'NVLinks missing', 'gpu<N>', 'fail', 'number of NVLinks nvidia-smi lists for the GPU >= gpu.nvlink.links_per_gpu',
         'Run `nvidia-smi nvlink --status -i {index}`; no links listed: check Fabric Manager on NVSwitch systems and the '
         'driver; reset the GPU; reseat/replace the GPU baseboard or NVSwitch tray; open an RMA with the node serial.'),
     'gpu.nvlink_down': _c(
-        'NVLink inactive', 'gpu<N>/nvlink<L>', 'fail', 'every link is active while fewer than gpu.nvlink.links_per_gpu are',
+        'NVLink inactive', 'gpu<N>/nvlink<L> or gpu<N>', 'fail',
+        'every link is active while fewer than gpu.nvlink.links_per_gpu are; a GPU for which nvidia-smi prints "all links '
+        'are inActive" instead of its links is one finding on gpu<N>, measured `all links inactive`',
         'Run `nvidia-smi nvlink --status -i {index}` and `nvidia-smi nvlink -e -i {index}` (error counters); reset the GPU; '
         'reseat/replace the GPU baseboard or NVSwitch tray; open an RMA with the node serial.'),
     'gpu.nvlink_speed': _c(
@@ -267,8 +291,9 @@ CHECKS = {
         'node: mixed NCCL versions across ranks are unsupported.'),
     # --- across hosts ---------------------------------------------------------------------
     'consistency.software.driver_version': _c(
-        'Driver version differs from the other hosts', 'host', 'warn', 'software.driver_version equals the majority',
-        'Align the NVIDIA driver with the rest of the cluster ({expected}).'),
+        'Driver version differs from the other hosts', 'host', 'fail', 'software.driver_version equals the majority',
+        'Align the NVIDIA driver with the rest of the cluster ({expected}): install that version (with the same Fabric '
+        'Manager version) and reboot. Ranks on different drivers can hang NCCL jobs.'),
     'consistency.software.nccl_version': _c(
         'NCCL version differs from the other hosts', 'host', 'fail', 'software.nccl_version equals the majority',
         'Install NCCL {expected} like the other hosts: ranks with different NCCL versions can hang or fail.'),
@@ -285,7 +310,7 @@ DEFAULT_GROUP_KEYS = ('software.driver_version', 'software.nccl_version', 'softw
 # Which profile sections each probe feeds (docs/capture-format.md); per-interface probes by prefix.
 PROBE_SECTIONS = {
     'nvidia_query_gpu': ('gpu', 'software'), 'nvidia_smi_xml': ('gpu', 'software'), 'nvidia_topo': ('gpu',),
-    'nvidia_nvlink': ('gpu',), 'kernel_log': ('gpu',), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
+    'nvidia_nvlink': ('gpu',), 'nvidia_proc_version': ('gpu', 'software'), 'kernel_log': ('gpu',), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
     'ip_link': ('network',), 'ethtool': ('network',), 'ethtool_driver': ('network',), 'roce_ecn': ('network',),
     'roce_pfc': ('network',), 'os_release': ('host',), 'uname': ('host',), 'kernel_modules': ('host',),
     'chrony': ('host',), 'listening': ('host',), 'disks': ('host',), 'memlock': ('host',), 'lspci': ('host',),
@@ -467,6 +492,8 @@ def _check_probes(run):
         status = record.get('status')
         if status not in ('failed', 'parse_error'):
             continue
+        if status == 'failed' and 'gpu' in wanted and key.startswith('nvidia_') and _nvml_mismatch(run.facts.get('gpu') or {}):
+            continue    # nvidia-smi cannot start NVML: gpu.driver_library_mismatch names the cause once
         sections = PROBE_SECTIONS.get(key.split(':', 1)[0])
         relevant = sections is None or bool(wanted.intersection(sections))
         check = 'probe.failed' if status == 'failed' else 'probe.parse_error'
@@ -478,6 +505,23 @@ def _check_probes(run):
             message += '\n--- output excerpt ---\n%s' % excerpt
         run.add(check, 'probe %s' % key, status, 'ok', message, severity='fail' if relevant else 'warn',
                 command=record.get('command') or key, rc=record.get('rc'))
+    for key in sorted(probes):
+        record = probes[key]
+        problems = record.get('section_errors') if isinstance(record, dict) else None
+        if not isinstance(problems, list) or record.get('status') != 'ok':
+            continue
+        sections = PROBE_SECTIONS.get(key.split(':', 1)[0])
+        relevant = sections is None or bool(wanted.intersection(sections))
+        for problem in problems:
+            if not isinstance(problem, dict):
+                continue
+            section = str(problem.get('section'))
+            message = 'probe %s (`%s`): the part about %s was not understood: %s' % (
+                key, record.get('command'), section, problem.get('error'))
+            if problem.get('excerpt'):
+                message += '\n--- what was read ---\n%s' % problem['excerpt']
+            run.add('probe.section_parse_error', 'probe %s: %s' % (key, section), 'not understood', 'ok', message,
+                    severity='fail' if relevant else 'warn', command=record.get('command') or key, section=section)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,6 +559,7 @@ def _check_gpu(run):
             run.add('gpu.driver_missing', 'nvidia-smi', 'not installed', '%d GPU(s)' % want['count'],
                     'nvidia-smi is not installed: no NVIDIA driver on a node whose profile wants %d GPU(s)' % want['count'])
         return
+    _check_driver_sources(run, gpu, devices)
     if not devices and gpu.get('count') is None:
         run.unknown(['nvidia_query_gpu'], 'gpu', 'the GPUs')
         return
@@ -523,10 +568,51 @@ def _check_gpu(run):
         run.add('gpu.count', 'gpu', count, want['count'],
                 'found %d GPU(s), profile %s wants %d' % (count, run.profile['name'], want['count']))
     for i, dev in enumerate(devices):
+        if dev.get('parse_error') and dev.get('bus_id') is None and dev.get('name') is None:
+            continue    # its row was not understood: probe.section_parse_error names it, nothing here is measured
         _check_gpu_device(run, want, dev, _gpu_name(dev, i))
     _check_topology(run, want, gpu, devices)
     _check_nvlink(run, want, gpu, devices)
     _check_xid(run, want, gpu, devices)
+
+
+def _nvml_mismatch(gpu):
+    error = gpu.get('nvml_error') if isinstance(gpu, dict) else None
+    return isinstance(error, dict) and 'version mismatch' in str(error.get('message')).lower()
+
+
+def _check_driver_sources(run, gpu, devices):
+    """The driver as its kernel module reports it, as NVML reports it, and as each GPU reports it."""
+    module = gpu.get('kernel_module') if isinstance(gpu.get('kernel_module'), dict) else {}
+    module_version = module.get('version')
+    if _nvml_mismatch(gpu):
+        library = gpu['nvml_error'].get('nvml_library_version')
+        measured = 'kernel module %s, NVML library %s' % (module_version or 'unknown', library or 'unknown')
+        run.add('gpu.driver_library_mismatch', 'nvidia driver', measured, 'one driver version',
+                'nvidia-smi fails with "Failed to initialize NVML: Driver/library version mismatch" (%s): no GPU can be '
+                'read or used until the loaded module matches the installed driver' % measured)
+        return
+    seen = {}
+    for i, dev in enumerate(devices):
+        if dev.get('driver_version'):
+            seen.setdefault(str(dev['driver_version']), []).append(_gpu_name(dev, i))
+    if gpu.get('driver_version'):
+        seen.setdefault(str(gpu['driver_version']), []).append('nvidia-smi -q -x')
+    if len(seen) > 1:
+        measured = '; '.join('%s: %s' % (version, ', '.join(where)) for version, where in sorted(seen.items()))
+        run.add('gpu.driver_version_mixed', 'nvidia driver', measured, 'one driver version',
+                'the GPUs of this node do not report one driver version: %s' % measured)
+    if not seen:
+        return
+    if not module_version:
+        run.unknown(['nvidia_proc_version'], 'nvidia driver', 'the loaded kernel module\'s version (/proc/driver/nvidia/version)')
+        return
+    nvml = sorted(seen)
+    if nvml != [str(module_version)]:
+        measured = 'kernel module %s, NVML %s' % (module_version, ', '.join(nvml))
+        run.add('gpu.driver_library_mismatch', 'nvidia driver', measured, 'one driver version',
+                'the loaded NVIDIA kernel module is %s (/proc/driver/nvidia/version) but nvidia-smi reports driver %s'
+                % (module_version, ', '.join(nvml)))
 
 
 def _check_gpu_device(run, want, dev, name):
@@ -565,6 +651,8 @@ def _check_gpu_device(run, want, dev, name):
 def _check_pcie(run, want, dev, name, label, ctx):
     gen_cur, gen_max = _num(dev.get('pcie_gen_current')), _num(dev.get('pcie_gen_max'))
     width_cur, width_max = _num(dev.get('pcie_width_current')), _num(dev.get('pcie_width_max'))
+    # As measured: the current generation and width, then the most the link can reach.
+    measured = 'Gen%s x%s (max Gen%s x%s)' % (_int(gen_cur), _int(width_cur), _int(gen_max), _int(width_max))
     problems = []
     if want.get('gen_min') is not None:
         gen = gen_max if gen_max is not None else gen_cur
@@ -578,7 +666,7 @@ def _check_pcie(run, want, dev, name, label, ctx):
         elif width_cur < want['width_min']:
             problems.append('x%d, profile wants x%d' % (width_cur, want['width_min']))
     if problems:
-        run.add('gpu.pcie_link', name, 'Gen%s x%s' % (_int(gen_max if gen_max is not None else gen_cur), _int(width_cur)),
+        run.add('gpu.pcie_link', name, measured,
                 'Gen%s x%s' % (want.get('gen_min') or '?', want.get('width_min') or '?'),
                 '%s PCIe link: %s' % (label, '; '.join(problems)), **ctx)
     elif want.get('warn_downtrained'):
@@ -589,7 +677,7 @@ def _check_pcie(run, want, dev, name, label, ctx):
         if width_cur is not None and width_max is not None and width_cur < width_max:
             low.append('x%d of x%d' % (width_cur, width_max))
         if low:
-            run.add('gpu.pcie_downtrained', name, 'Gen%s x%s' % (_int(gen_cur), _int(width_cur)),
+            run.add('gpu.pcie_downtrained', name, measured,
                     'Gen%s x%s' % (_int(gen_max), _int(width_max)),
                     '%s PCIe link runs at %s' % (label, ', '.join(low)), **ctx)
 
@@ -701,7 +789,12 @@ def _check_nvlink(run, want, gpu, devices):
         links = [link for link in (entry.get('links') or []) if isinstance(link, dict)]
         active = [link for link in links if link.get('active') is True]
         name = 'gpu%s' % index
-        if len(links) < expected:
+        if entry.get('all_inactive') is True and not active:
+            run.add('gpu.nvlink_down', name, 'all links inactive', '%d active' % expected,
+                    '%s: nvidia-smi reports that all its NVLinks are inactive ("NVML: Unable to retrieve NVLink '
+                    'information as all links are inActive")' % name, index=index)
+            continue
+        if len(links) < expected and not entry.get('parse_error'):
             run.add('gpu.nvlink_count', name, len(links), expected,
                     '%s: nvidia-smi lists %d NVLink(s), profile wants %d active' % (name, len(links), expected), index=index)
         if len(active) < expected:
@@ -1262,5 +1355,16 @@ def checks_markdown():
     out.append('')
     out.append('`evaluate_group` compares hosts on `%s` by default; a key outside this list gives' % '`, `'.join(DEFAULT_GROUP_KEYS))
     out.append('`consistency.<key>` findings with severity warn.')
+    out.append('')
+    out.append('Driver drift between hosts of one profile (`consistency.software.driver_version`) fails by default: a')
+    out.append('production gate passes nodes into one job, and a job whose ranks run different NVIDIA drivers is the')
+    out.append('classic NCCL hang (each driver pairs with its own CUDA driver API, Fabric Manager and NVLink/P2P')
+    out.append('behaviour; ranks stop agreeing on transports and protocol versions and the collective waits forever')
+    out.append('instead of failing). A warning would let such a node into the job. A site that rolls a driver out')
+    out.append('node by node and keeps the mixed fleet out of shared jobs can lower it in the profile')
+    out.append('(`checks.severity: {consistency.software.driver_version: warn}`). Within one node the driver is read')
+    out.append('from three places: the loaded kernel module (`/proc/driver/nvidia/version`), NVML (`nvidia-smi -q -x`)')
+    out.append('and each GPU (`--query-gpu`); `gpu.driver_library_mismatch` and `gpu.driver_version_mixed` fail when')
+    out.append('they disagree.')
     out.append('')
     return '\n'.join(out)

@@ -21,10 +21,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import calendar
+import math
 import re
 import time
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
@@ -176,15 +177,15 @@ _UINT_RE = re.compile(r'[0-9]+\Z')
 
 
 def _chrony_float(value, what, text):
-    if not _FLOAT_RE.match(value):
-        raise ParseError('chronyc tracking', '%s is not a number: %r' % (what, value), text)
+    if not _FLOAT_RE.match(value) or not math.isfinite(float(value)):
+        raise ParseError('chronyc tracking', '%s is not a number: %r' % (what, value[:40]), text)
     return float(value)
 
 
 def _match_num(regex, value, what, text):
     match = regex.match(value)
-    if not match:
-        raise ParseError('chronyc tracking', 'unexpected %s: %r' % (what, value), text)
+    if not match or not math.isfinite(float(match.group(1))):
+        raise ParseError('chronyc tracking', 'unexpected %s: %r' % (what, value[:60]), text)
     return float(match.group(1)), (match.group(2) if regex.groups > 1 else None)
 
 
@@ -482,7 +483,11 @@ def parse_lspci_acs(text):
 
     ``checked`` is true when lspci listed devices and could read their capabilities;
     ``access_denied`` is true when lspci printed ``Capabilities: <access denied>`` (not root), in
-    which case ``checked`` is false. ``lspci:``/``pcilib:`` warnings are ignored.
+    which case ``checked`` is false. ``lspci:``/``pcilib:`` warnings are ignored. Text before the
+    first device raises ``ParseError``; after it, a line at column 0 that is not a device header
+    (and the indented lines under it) is skipped and recorded as ``parse_error``
+    (``_errors.section_error``, section ``after <bdf of the device before it>``), the other devices
+    are read as usual.
     """
     devices = {}
     names = {}
@@ -491,6 +496,7 @@ def parse_lspci_acs(text):
     in_acs = False
     seen_device = False
     denied = False
+    odd, last = [], None
     for raw in _lines(text, 'lspci'):
         if not raw.strip():
             current, in_acs = None, False
@@ -500,17 +506,25 @@ def parse_lspci_acs(text):
             if line.startswith(('lspci:', 'pcilib:')):
                 continue
             match = _PCI_DEV_RE.match(line)
-            if not match:
+            if not match and not seen_device:
                 raise ParseError('lspci', 'unexpected line: %r' % line[:100], text)
+            if not match:
+                # Not a device header: what follows, up to the next device, cannot be attributed.
+                odd.append((current[0] if current else last, line))
+                current, in_acs = None, False
+                continue
             bdf = match.group(1).lower()
             if bdf.count(':') == 1:
                 bdf = '0000:' + bdf
             current = (bdf, match.group(2).strip())
+            last = bdf
             in_acs = False
             seen_device = True
             continue
-        if current is None:
+        if current is None and not seen_device:
             raise ParseError('lspci', 'indented line outside a device: %r' % raw.strip()[:100], text)
+        if current is None:
+            continue
         line = raw.strip()
         if line.startswith('Capabilities:'):
             if '<access denied>' in line:
@@ -527,13 +541,17 @@ def parse_lspci_acs(text):
             names[bdf] = current[1]
             if any(flags[flag] for flag in _ACS_P2P_BREAKERS) and bdf not in enabled:
                 enabled.append(bdf)
-    return {
+    result = {
         'checked': seen_device and not denied,
         'access_denied': denied,
         'devices': devices,
         'names': names,
         'enabled': enabled,
     }
+    if odd:
+        result[SECTION_ERROR_KEY] = section_error('after %s' % odd[0][0], 'unexpected line: %r' % odd[0][1][:100],
+                                                  '\n'.join(line for _after, line in odd))
+    return result
 
 
 # ---------------------------------------------------------------------------------------------

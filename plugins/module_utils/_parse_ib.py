@@ -14,9 +14,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
@@ -65,6 +66,8 @@ def _rate(value, source, text):
     if not match:
         raise ParseError(source, 'rate is not a number: %r' % value, text)
     number = float(match.group(1))
+    if not math.isfinite(number):
+        raise ParseError(source, 'rate is not a number: %r' % value[:40], text)
     return int(number) if number == int(number) else number
 
 
@@ -105,12 +108,25 @@ def parse_ibstat(text):
     Empty output (no HCA) is ``{}``. ``ibwarn:`` lines are ignored. An ``ibpanic:`` line
     (ibstat aborted) raises :class:`ParseError` when no CA was printed before it; when some CAs
     were printed first, those are returned (the probe's exit status records the failure).
+
+    Text before the first CA raises :class:`ParseError`. After it, a line that is not understood
+    (a value that is not a number, a field out of place, a CA or port printed twice, any other
+    text) spoils only its CA or port: the value is ``None`` and that port (``mlx5_0/1``) or CA
+    (``mlx5_0``) gets ``parse_error`` (``_errors.section_error``, with the lines read); the other
+    CAs and ports are read as usual.
     """
     lines = _lines(text, 'ibstat')
     cas = {}
     ca = None
     port = None
     panic = None
+    where = {}
+
+    def problem(reason, line):
+        target, section = (port, '%s/%s' % (where['ca'], where['port'])) if port is not None else (ca, where['ca'])
+        if SECTION_ERROR_KEY not in target:
+            target[SECTION_ERROR_KEY] = section_error(section, reason, line)
+
     for raw in lines:
         line = raw.strip()
         if not line:
@@ -123,33 +139,41 @@ def parse_ibstat(text):
         match = _CA_RE.match(line)
         if match:
             name = match.group(1)
+            port = None
+            where['ca'] = name
             if name in cas:
-                raise ParseError('ibstat', 'CA %r printed twice' % name, text)
+                ca = cas[name]
+                problem('CA %r printed twice' % name, line)
+                continue
             ca = _new_ca()
             cas[name] = ca
-            port = None
             continue
         if ca is None:
             raise ParseError('ibstat', 'unexpected line before the first CA: %r' % line[:80], text)
         match = _PORT_RE.match(line)
         if match:
             number = str(int(match.group(1)))
-            if number in ca['ports']:
-                raise ParseError('ibstat', 'port %s printed twice' % number, text)
-            port = _new_port()
-            ca['ports'][number] = port
+            twice = number in ca['ports']
+            port = ca['ports'].setdefault(number, _new_port())
+            where['port'] = number
+            if twice:
+                problem('port %s printed twice' % number, line)
             continue
         match = _KV_RE.match(line)
         if not match:
-            raise ParseError('ibstat', 'unexpected line: %r' % line[:80], text)
+            problem('unexpected line: %r' % line[:80], line)
+            continue
         key = match.group(1).strip().lower()
         value = match.group(2).strip()
-        if port is not None and key in _PORT_KEYS:
-            _set_port_value(port, _PORT_KEYS[key], value, text)
-        elif port is None and key in _CA_KEYS:
-            _set_ca_value(ca, _CA_KEYS[key], value, text)
-        elif key in _CA_KEYS or key in _PORT_KEYS:
-            raise ParseError('ibstat', '%r is out of place' % line[:80], text)
+        try:
+            if port is not None and key in _PORT_KEYS:
+                _set_port_value(port, _PORT_KEYS[key], value, line)
+            elif port is None and key in _CA_KEYS:
+                _set_ca_value(ca, _CA_KEYS[key], value, line)
+            elif key in _CA_KEYS or key in _PORT_KEYS:
+                problem('%r is out of place' % line[:80], line)
+        except ParseError as err:
+            problem(err.reason, line)
         # other "Key: value" lines (newer infiniband-diags) are ignored
     if panic is not None and not cas:
         raise ParseError('ibstat', 'ibstat failed: %s' % panic[:200], text)

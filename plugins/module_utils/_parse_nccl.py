@@ -263,6 +263,8 @@ def _trailer_line(result, line):
             result['avg_busbw_gbps'] = float(avg.group('bw'))
         except ValueError:
             raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw'), line)
+        if not math.isfinite(result['avg_busbw_gbps']):
+            raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw')[:40], line)
         result['complete'] = True
         return True
     return False

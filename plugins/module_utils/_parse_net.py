@@ -20,7 +20,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
@@ -56,7 +56,10 @@ def parse_ip_link(text):
     ``ipoib``, ``bond``...; only ``ip -d`` prints it, ``None`` otherwise or for a plain NIC);
     ``slave_kind`` is ``linkinfo.info_slave_kind``; ``parentbus``/``parentdev`` are what ``ip -d``
     prints for the device (``pci``/``0000:17:00.0``). Missing keys are ``None``; ``flags`` and
-    ``altnames`` are lists. Empty output or ``[]`` is ``{}``.
+    ``altnames`` are lists. Empty output or ``[]`` is ``{}``. JSON that is not a list of link
+    objects with an ``ifname`` raises ``ParseError``; a field of the wrong type spoils only its
+    interface: it is ``None`` (``[]`` for the lists) and the interface gets ``parse_error``
+    (``_errors.section_error``, section = the interface name, the object as read).
     """
     data = _json(text, 'ip link')
     if data is None:
@@ -70,32 +73,59 @@ def parse_ip_link(text):
         name = entry.get('ifname')
         if not isinstance(name, str) or not name:
             raise ParseError('ip link', 'link entry without ifname', text)
+        result[name] = _link(entry, name)
+    return result
+
+
+def _link(entry, name):
+    """One link object; a field of the wrong type is ``None`` (lists: ``[]``) and names itself in ``parse_error``."""
+    problems = []
+
+    def field(check, default=None):
+        try:
+            return check()
+        except ParseError as err:
+            problems.append(err.reason)
+            return default
+
+    def checked_list(key):
+        value = entry.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ParseError('ip link', '%s: %s is not a list of strings' % (name, key))
+        return list(value)
+
+    def checked_mtu():
         mtu = entry.get('mtu')
         if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)):
-            raise ParseError('ip link', '%s: mtu is not an integer: %r' % (name, mtu), text)
-        flags = entry.get('flags', [])
-        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise ParseError('ip link', '%s: flags is not a list of strings' % name, text)
-        altnames = entry.get('altnames', [])
-        if not isinstance(altnames, list) or not all(isinstance(a, str) for a in altnames):
-            raise ParseError('ip link', '%s: altnames is not a list of strings' % name, text)
-        linkinfo = entry.get('linkinfo') or {}
-        if not isinstance(linkinfo, dict):
-            raise ParseError('ip link', '%s: linkinfo is not an object' % name, text)
-        result[name] = {
-            'mtu': mtu,
-            'operstate': _opt_str(entry, 'operstate', 'ip link', text),
-            'flags': list(flags),
-            'link_type': _opt_str(entry, 'link_type', 'ip link', text),
-            'address': _opt_str(entry, 'address', 'ip link', text),
-            'kind': _opt_str(linkinfo, 'info_kind', 'ip link', text),
-            'slave_kind': _opt_str(linkinfo, 'info_slave_kind', 'ip link', text),
-            'master': _opt_str(entry, 'master', 'ip link', text),
-            'altnames': list(altnames),
-            'parentbus': _opt_str(entry, 'parentbus', 'ip link', text),
-            'parentdev': _opt_str(entry, 'parentdev', 'ip link', text),
-        }
-    return result
+            raise ParseError('ip link', '%s: mtu is not an integer: %r' % (name, mtu))
+        return mtu
+
+    def checked_linkinfo():
+        if not isinstance(entry.get('linkinfo') or {}, dict):
+            raise ParseError('ip link', '%s: linkinfo is not an object' % name)
+        return entry.get('linkinfo') or {}
+
+    linkinfo = field(checked_linkinfo, {})
+    link = {
+        'mtu': field(checked_mtu),
+        'operstate': field(lambda: _opt_str(entry, 'operstate', 'ip link', None)),
+        'flags': field(lambda: checked_list('flags'), []),
+        'link_type': field(lambda: _opt_str(entry, 'link_type', 'ip link', None)),
+        'address': field(lambda: _opt_str(entry, 'address', 'ip link', None)),
+        'kind': field(lambda: _opt_str(linkinfo, 'info_kind', 'ip link', None)),
+        'slave_kind': field(lambda: _opt_str(linkinfo, 'info_slave_kind', 'ip link', None)),
+        'master': field(lambda: _opt_str(entry, 'master', 'ip link', None)),
+        'altnames': field(lambda: checked_list('altnames'), []),
+        'parentbus': field(lambda: _opt_str(entry, 'parentbus', 'ip link', None)),
+        'parentdev': field(lambda: _opt_str(entry, 'parentdev', 'ip link', None)),
+    }
+    if problems:
+        try:
+            read = json.dumps(entry, sort_keys=True)
+        except (TypeError, ValueError):
+            read = repr(entry)
+        link[SECTION_ERROR_KEY] = section_error(name, '; '.join(problems)[:300], read)
+    return link
 
 
 # ---------------------------------------------------------------------------------------------

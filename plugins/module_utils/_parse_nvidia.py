@@ -13,10 +13,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import functools
+import math
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
 
 # The fields the probe passes to ``nvidia-smi --query-gpu=<fields> --format=csv``.
 QUERY_GPU_FIELDS = (
@@ -162,6 +163,33 @@ def _convert(source, kind, value, what, text):
     raise ParseError(source, '%s is not a flag: %r' % (what, value[:40]), text)
 
 
+def _query_row(source, columns, number, row):
+    """One csv row -> a device dict; a value or row not understood spoils only this GPU (``parse_error``)."""
+    cells = [cell.strip() for cell in row.split(',')]
+    device = dict((key, None) for key, _names, _kind in _QUERY_KEYS)
+    if len(cells) != len(columns):
+        if columns[0] == 'index' and re.match(r'^\d+$', cells[0]):
+            device['index'] = int(cells[0])
+        reason = 'row %d has %d values for %d columns' % (number, len(cells), len(columns))
+    else:
+        reason = None
+        values = dict(zip(columns, cells))
+        for key, names, kind in _QUERY_KEYS:
+            raw = None
+            for name in names:
+                if name in values:
+                    raw = values[name]
+                    break
+            try:
+                device[key] = _convert(source, kind, raw, key, row)
+            except ParseError as err:
+                reason = reason or err.reason
+    if reason:
+        section = 'gpu%s' % device['index'] if device['index'] is not None else 'row %d' % number
+        device[SECTION_ERROR_KEY] = section_error(section, reason, row)
+    return device
+
+
 @_guarded(_QUERY_SOURCE)
 def parse_query_gpu(text, fields=None):
     """Parse ``nvidia-smi --query-gpu=<fields> --format=csv`` (units and ``nounits`` both accepted).
@@ -174,7 +202,10 @@ def parse_query_gpu(text, fields=None):
     Returns a list of device dicts ordered by index: index, name, uuid, bus_id (as printed),
     driver_version, memory_total_mib, pcie_gen_current, pcie_gen_max, pcie_width_current,
     pcie_width_max, persistence_mode (bool), ecc_mode (bool), clocks_max_sm_mhz.
-    ``No devices were found`` (and empty text) gives ``[]``. Lines such as ``Unable to determine the
+    ``No devices were found`` (and empty text) gives ``[]``. A row that does not have one value per
+    column, or a value that is not what its column holds, spoils only that GPU: its unreadable
+    values are ``None`` and it gets ``parse_error`` (``_errors.section_error``, section ``gpu<index>``,
+    the row as read). Lines such as ``Unable to determine the
     device handle for GPU3: 0000:04:00.0: Unknown Error`` (a GPU that fell off the bus, printed
     among the rows of the GPUs that still answer) are skipped: that GPU is not in the list.
     """
@@ -202,19 +233,7 @@ def parse_query_gpu(text, fields=None):
                          text)
     devices = []
     for number, row in enumerate(rows, 1):
-        cells = [cell.strip() for cell in row.split(',')]
-        if len(cells) != len(columns):
-            raise ParseError(source, 'row %d has %d values for %d columns' % (number, len(cells), len(columns)), text)
-        values = dict(zip(columns, cells))
-        device = {}
-        for key, names, kind in _QUERY_KEYS:
-            raw = None
-            for name in names:
-                if name in values:
-                    raw = values[name]
-                    break
-            device[key] = _convert(source, kind, raw, key, text)
-        devices.append(device)
+        devices.append(_query_row(source, columns, number, row))
     if all(d['index'] is not None for d in devices):
         devices.sort(key=lambda d: d['index'])
     return devices
@@ -405,28 +424,55 @@ def parse_smi_xml(text):
     result = {'driver_version': None if _is_na(driver) else driver,
               'cuda_driver_version': None if _is_na(cuda) else cuda,
               'gpus': {}}
-    for gpu in root.findall('gpu'):
+    for number, gpu in enumerate(root.findall('gpu')):
         raw_id = gpu.get('id') or _child_text(gpu, 'pci/pci_bus_id')
-        if not raw_id:
-            raise ParseError(source, '<gpu> without an id or pci_bus_id', text)
-        bus_id = normalise_bus_id(raw_id)
+        try:
+            bus_id = normalise_bus_id(raw_id) if raw_id else None
+        except ParseError:
+            bus_id = None
+        if bus_id is None:
+            # Not a GPU this parser can name by bus id: kept under its position, with the problem.
+            key = '<gpu %d>' % number
+            result['gpus'][key] = {SECTION_ERROR_KEY: section_error(
+                key, '<gpu> without a PCI bus id (id=%r)' % (raw_id or '')[:40], ET.tostring(gpu, 'unicode')[:400])}
+            continue
         if bus_id in result['gpus']:
-            raise ParseError(source, 'two <gpu> elements for %s' % bus_id, text)
-        ecc = gpu.find('ecc_errors')
-        name = _child_text(gpu, 'product_name')
-        uuid = _child_text(gpu, 'uuid')
-        result['gpus'][bus_id] = {
-            'product_name': None if _is_na(name) else name,
-            'uuid': None if _is_na(uuid) else uuid,
-            'ecc_errors': {
-                'volatile': _ecc_block(None if ecc is None else ecc.find('volatile'), 'volatile', text),
-                'aggregate': _ecc_block(None if ecc is None else ecc.find('aggregate'), 'aggregate', text),
-            },
-            'retired_pages': _retired_pages(gpu, text),
-            'remapped_rows': _remapped_rows(gpu, text),
-            'clocks_event_reasons_active': _clock_reasons(gpu, text),
-        }
+            repeated = section_error('gpu %s' % bus_id, 'two <gpu> elements for %s' % bus_id, ET.tostring(gpu, 'unicode')[:400])
+            result['gpus'][bus_id].setdefault(SECTION_ERROR_KEY, repeated)
+            continue
+        result['gpus'][bus_id] = _gpu_details(gpu, bus_id)
     return result
+
+
+def _gpu_details(gpu, bus_id):
+    """One ``<gpu>`` element; a part that is not understood is ``None`` and names itself in ``parse_error``."""
+    ecc = gpu.find('ecc_errors')
+    name = _child_text(gpu, 'product_name')
+    uuid = _child_text(gpu, 'uuid')
+    problems = []
+
+    def part(func, *args):
+        try:
+            return func(*args)
+        except ParseError as err:
+            problems.append(err)
+            return None
+
+    details = {
+        'product_name': None if _is_na(name) else name,
+        'uuid': None if _is_na(uuid) else uuid,
+        'ecc_errors': {
+            'volatile': part(_ecc_block, None if ecc is None else ecc.find('volatile'), 'volatile', None),
+            'aggregate': part(_ecc_block, None if ecc is None else ecc.find('aggregate'), 'aggregate', None),
+        },
+        'retired_pages': part(_retired_pages, gpu, None),
+        'remapped_rows': part(_remapped_rows, gpu, None),
+        'clocks_event_reasons_active': part(_clock_reasons, gpu, None),
+    }
+    if problems:
+        details[SECTION_ERROR_KEY] = section_error('gpu %s' % bus_id, '; '.join(err.reason for err in problems)[:300],
+                                                   '\n'.join(err.reason for err in problems))
+    return details
 
 
 _MERGED_KEYS = ('ecc_errors', 'retired_pages', 'remapped_rows', 'clocks_event_reasons_active')
@@ -482,6 +528,10 @@ def parse_topo_matrix(text):
     ``cpu``, ``numa`` and ``gpu_numa_id`` (``N/A`` -> ``None``) for the rows that print them;
     ``nic_names`` maps ``NIC0`` to ``mlx5_0`` from the ``NIC Legend:`` block. Tab- or
     space-separated text, ANSI escapes (the underlined header) and CRLF are accepted.
+
+    A row with a cell that is not a link type, or with too few cells, keeps the cells that were read
+    (its pairs are still filled from the other rows' columns) and the result gets ``parse_error``
+    (``_errors.section_error``, section ``row GPU1[, ...]``, the rows as read).
     """
     source = _TOPO_SOURCE
     text = _text(source, text)
@@ -510,6 +560,7 @@ def parse_topo_matrix(text):
     result['devices'] = devices
     matrix = dict((dev, {}) for dev in devices)
     seen = set()
+    bad_rows = []
     in_nic_legend = False
     for line in lines[header_at + 1:]:
         stripped = line.strip()
@@ -534,16 +585,18 @@ def parse_topo_matrix(text):
                 cells = cells[1:]
             else:
                 cells = stripped.split()[1:]
+            problems = []
             if len(cells) < len(devices):
-                raise ParseError(source, 'row %s has %d cells for %d columns' % (label, len(cells), len(devices)), text)
+                problems.append('row %s has %d cells for %d columns' % (label, len(cells), len(devices)))
             for col, cell in zip(devices, cells[:len(devices)]):
                 if not _TOPO_CELL.match(cell):
-                    raise ParseError(source, 'row %s column %s: %r is not a link type' % (label, col, cell[:20]), text)
-                if col == label:
-                    continue
-                matrix[label][col] = cell
+                    problems.append('row %s column %s: %r is not a link type' % (label, col, cell[:20]))
+                elif col != label:
+                    matrix[label][col] = cell
+            if problems:
+                bad_rows.append((label, problems[0], stripped))
             values = [cell for cell in cells[len(devices):] if cell]
-            if values and affinity_names:
+            if values and affinity_names and len(cells) >= len(devices):
                 entry = {'cpu': None, 'numa': None, 'gpu_numa_id': None}
                 for index, name in enumerate(affinity_names):
                     raw = values[index] if index < len(values) else None
@@ -563,6 +616,10 @@ def parse_topo_matrix(text):
             if row != col and col not in matrix[row] and row in matrix.get(col, {}):
                 matrix[row][col] = matrix[col][row]
     result['matrix'] = matrix
+    if bad_rows:
+        result[SECTION_ERROR_KEY] = section_error(
+            'row %s' % ', '.join(label for label, _reason, _line in bad_rows),
+            '; '.join(reason for _label, reason, _line in bad_rows)[:300], '\n'.join(line for _label, _reason, line in bad_rows))
     return result
 
 
@@ -578,19 +635,37 @@ _NVLINK_DOWN = re.compile(r'inactive|link is down|\bdown\b|disabled|not active',
 _SPEED_SCALE = {'M': 0.001, 'G': 1.0, 'T': 1000.0}
 
 
+# Printed instead of the link lines for a GPU whose links are all down (at column 0 on current
+# drivers, indented on some older ones; "inActive" or "inactive").
+_NVLINK_ALL_INACTIVE = re.compile(r'^NVML:\s*Unable to retrieve NVLink information as all links are inactive\b', re.IGNORECASE)
+
+
 @_guarded(_NVLINK_SOURCE)
 def parse_nvlink_status(text):
-    """Parse ``nvidia-smi nvlink --status`` (``-s``).
+    """Parse ``nvidia-smi nvlink --status`` (``-s``), one section per GPU.
 
-    Returns ``{"0": {"links": [{link, speed_gbps, active}]}}`` keyed by GPU index as a string; speed
-    in GB/s as printed (any decimals), ``None`` for ``<inactive>`` links (``active: false``). A GPU
-    that lists no links (or prints that all its links are inactive) has ``links: []``. GPU lines
-    with or without ``(UUID: ...)`` are accepted; empty output (no NVLink) gives ``{}``.
+    Returns ``{"0": {"links": [{link, speed_gbps, active}], "all_inactive": false}}`` keyed by GPU
+    index as a string; speed in GB/s as printed (any decimals), ``None`` for ``<inactive>`` links
+    (``active: false``). A GPU for which nvidia-smi prints ``NVML: Unable to retrieve NVLink
+    information as all links are inActive`` has ``all_inactive: true`` and no links; a GPU that
+    lists nothing has ``links: []``. GPU lines with or without ``(UUID: ...)`` are accepted; empty
+    output (no NVLink) gives ``{}``.
+
+    A line inside a GPU's section that is not understood (an unreadable link state, a second
+    section for the same GPU, any other text) does not spoil the other GPUs: the links read so far
+    are kept and the GPU's dict gets ``parse_error`` (``_errors.section_error``: section ``gpu<N>``,
+    the reason and the lines read). Only text before the first GPU line raises ``ParseError``.
     """
     source = _NVLINK_SOURCE
     text = _text(source, text)
     result = {}
     current = None
+    header = None
+
+    def problem(reason, line):
+        if SECTION_ERROR_KEY not in current:
+            current[SECTION_ERROR_KEY] = section_error('gpu%s' % key, reason, '%s\n%s' % (header, line))
+
     for line in text.split('\n'):
         stripped = line.strip()
         if not stripped or _NOISE.match(line):
@@ -598,30 +673,33 @@ def parse_nvlink_status(text):
         gpu = _NVLINK_GPU.match(stripped)
         if gpu:
             key = str(int(gpu.group(1)))
+            header = stripped
             if key in result:
-                raise ParseError(source, 'GPU %s listed twice' % key, text)
-            current = result[key] = {'links': []}
+                current = result[key]
+                problem('GPU %s listed twice' % key, stripped)
+                continue
+            current = result[key] = {'links': [], 'all_inactive': False}
+            continue
+        if current is None:
+            if _NVLINK_LINK.match(stripped):
+                raise ParseError(source, 'link line before any GPU line', text)
+            raise ParseError(source, 'unexpected line %r' % stripped[:60], text)
+        if _NVLINK_ALL_INACTIVE.match(stripped):
+            current['all_inactive'] = True
             continue
         link = _NVLINK_LINK.match(stripped)
-        if link:
-            if current is None:
-                raise ParseError(source, 'link line before any GPU line', text)
-            value = link.group(2).strip()
-            speed = _NVLINK_SPEED.match(value)
-            if speed:
-                entry = {'link': int(link.group(1)),
-                         'speed_gbps': round(float(speed.group(1)) * _SPEED_SCALE[speed.group(2).upper()], 6),
-                         'active': True}
-            elif _NVLINK_DOWN.search(value):
-                entry = {'link': int(link.group(1)), 'speed_gbps': None, 'active': False}
-            else:
-                raise ParseError(source, 'cannot read link state %r' % value[:40], text)
-            current['links'].append(entry)
+        if not link:
+            problem('unexpected line %r' % stripped[:60], stripped)
             continue
-        if current is not None and line[:1] in ' \t':
-            # e.g. "NVML: Unable to retrieve NVLink information as all links are inActive"
-            continue
-        raise ParseError(source, 'unexpected line %r' % stripped[:60], text)
+        value = link.group(2).strip()
+        speed = _NVLINK_SPEED.match(value)
+        gbps = float(speed.group(1)) * _SPEED_SCALE[speed.group(2).upper()] if speed else None
+        if gbps is not None and math.isfinite(gbps):
+            current['links'].append({'link': int(link.group(1)), 'speed_gbps': round(gbps, 6), 'active': True})
+        elif _NVLINK_DOWN.search(value):
+            current['links'].append({'link': int(link.group(1)), 'speed_gbps': None, 'active': False})
+        else:
+            problem('cannot read the state of link %s: %r' % (link.group(1), value[:40]), stripped)
     return result
 
 
@@ -673,6 +751,70 @@ def parse_xid_events(text):
         events.append({'xid': int(match.group('xid')), 'pci': match.group('pci'), 'pid': pid,
                        'name': name, 'message': rest.strip(), 'line': line.strip()})
     return events
+
+
+# --------------------------------------------------------------------------------------------
+# /proc/driver/nvidia/version and NVML's initialisation error
+# --------------------------------------------------------------------------------------------
+
+_PROC_SOURCE = '/proc/driver/nvidia/version'
+_PROC_NVRM = re.compile(r'^NVRM version:\s*(?P<desc>.*?Kernel Module.*?)\s+(?P<version>\d+(?:\.\d+)+)(?=\s|$)')
+_PROC_ARCH = re.compile(r'(?:\bfor\s+(?P<for>\S+)$|(?<!\S)(?P<unix>(?!Open\b|UNIX\b)\S+)\s+Kernel Module$)')
+_PROC_GCC = re.compile(r'^GCC version:\s*(?:gcc version\s+)?(?P<gcc>\S+)')
+_NVML_INIT = re.compile(r'Failed to initialize NVML:\s*(?P<message>[^\n]*?)\s*$', re.MULTILINE)
+_NVML_LIBRARY = re.compile(r'NVML library version:\s*(?P<version>\d+(?:\.\d+)*)')
+
+
+@_guarded(_PROC_SOURCE)
+def parse_proc_driver_version(text):
+    """Parse ``/proc/driver/nvidia/version``: the loaded kernel module's own version.
+
+    Reads the ``NVRM version:`` line as the open modules print it (``NVIDIA UNIX Open Kernel Module
+    for x86_64  580.159.04  Release Build  (builder@host)  <date>``) and as the proprietary ones do
+    (``NVIDIA UNIX x86_64 Kernel Module  580.173.02  <date>``). Returns ``{version, flavour, arch,
+    gcc_version}``: flavour ``open`` or ``proprietary``; ``arch`` and ``gcc_version`` ``None`` where
+    not printed.
+    """
+    source = _PROC_SOURCE
+    text = _text(source, text)
+    result = None
+    gcc = None
+    for line in text.split('\n'):
+        stripped = line.strip()
+        match = _PROC_NVRM.match(stripped)
+        if match and result is None:
+            desc = match.group('desc').strip()
+            arch = _PROC_ARCH.search(desc)
+            result = {'version': match.group('version'),
+                      'flavour': 'open' if re.search(r'\bOpen Kernel\b', desc) else 'proprietary',
+                      'arch': (arch.group('for') or arch.group('unix')) if arch else None}
+            continue
+        found = _PROC_GCC.match(stripped)
+        if found and gcc is None:
+            gcc = found.group('gcc')
+    if result is None:
+        raise ParseError(source, 'no "NVRM version: ... Kernel Module <version>" line', text)
+    result['gcc_version'] = gcc
+    return result
+
+
+def nvml_init_error(text):
+    """What nvidia-smi printed when NVML could not start, or ``None``.
+
+    ``Failed to initialize NVML: Driver/library version mismatch`` (an upgrade that replaced the
+    user-space library while the old kernel module is still loaded) gives ``{message: "Driver/library
+    version mismatch", nvml_library_version: "580.178"}``, the version from the ``NVML library
+    version:`` line newer drivers add (``None`` when absent). Never raises.
+    """
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    if not isinstance(text, str):
+        return None
+    match = _NVML_INIT.search(_ANSI.sub('', text).replace('\r', '\n'))
+    if not match:
+        return None
+    library = _NVML_LIBRARY.search(text)
+    return {'message': match.group('message')[:200] or None, 'nvml_library_version': library.group('version') if library else None}
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
@@ -90,6 +90,7 @@ def base_probes(disk_paths=('/',)):
         Probe('nvidia_smi_xml', 'gpu', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
         Probe('nvidia_topo', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
         Probe('nvidia_nvlink', 'gpu', [A(nv_p.parse_nvlink_status, argv=['nvidia-smi', 'nvlink', '--status'])]),
+        Probe('nvidia_proc_version', 'gpu', [A(nv_p.parse_proc_driver_version, path='/proc/driver/nvidia/version')]),
         Probe('kernel_log', 'xid', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
                                     A(nv_p.parse_xid_events, argv=['dmesg'])]),
         Probe('ibstat', 'infiniband', [A(ib_p.parse_ibstat, argv=['ibstat'])]),
@@ -322,6 +323,9 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
             try:
                 parsed[probe.key] = out.alternative.parser(out.stdout)
                 record['status'] = 'ok'
+                problems = section_errors(parsed[probe.key])
+                if problems:
+                    record['section_errors'] = problems
             except ParseError as err:
                 record.update(status='parse_error', error=str(err), excerpt=err.excerpt or excerpt(out.stdout))
         elif out.status == 'failed':
@@ -395,6 +399,11 @@ def _gpu_facts(parsed, statuses):
         gpu['topology'] = parsed['nvidia_topo']
     if 'nvidia_nvlink' in parsed:
         gpu['nvlink'] = parsed['nvidia_nvlink']
+    if 'nvidia_proc_version' in parsed:
+        gpu['kernel_module'] = parsed['nvidia_proc_version']
+    query = statuses.get('nvidia_query_gpu') or {}
+    if query.get('status') == 'failed':
+        gpu['nvml_error'] = nv_p.nvml_init_error('%s\n%s' % (query.get('excerpt') or '', query.get('error') or ''))
     if 'kernel_log' in parsed:
         gpu['xid_events'] = parsed['kernel_log']
     return gpu

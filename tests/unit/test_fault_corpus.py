@@ -97,3 +97,28 @@ def test_fault_table_is_current():
     spec.loader.exec_module(fault_table)
     with open(os.path.join(ROOT, 'docs', 'fault-corpus.md')) as handle:
         assert handle.read() == fault_table.render(CORPUS), 'run: python3 scripts/fault_table.py > docs/fault-corpus.md'
+
+
+def _replay_fault(tmp_path, fault_id):
+    fault = [f for f in CORPUS['faults'] if f['id'] == fault_id][0]
+    return run(tmp_path, make_bundles.resolve(CORPUS, fault=fault_id), profile_for(fault))
+
+
+def test_pcie_downgraded_shows_current_and_max_as_measured(tmp_path):
+    # GPU1 of the derived capture trained at Gen4 x8 on a Gen5 x16 link (max values unchanged).
+    _facts, findings = _replay_fault(tmp_path, 'pcie-downgraded')
+    link = [f for f in findings if f['check'] == 'gpu.pcie_link']
+    assert [(f['component'], f['measured'], f['expected']) for f in link] == [('gpu1', 'Gen4 x8 (max Gen5 x16)', 'Gen5 x16')]
+
+
+def test_bundle_made_before_the_kernel_module_probe_still_replays():
+    # The real 2x H200 bundle predates nvidia_proc_version: the module version is not collected
+    # (info), never passed, and nothing else changes.
+    bundle = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x2-nvlink-bundle')
+    facts = _probe.probe(_probe.ReplayRunner(bundle))
+    assert facts['probes']['nvidia_proc_version']['status'] == 'skipped'
+    assert 'kernel_module' not in facts['gpu'] and facts['gpu']['count'] == 2
+    findings = _checks.evaluate(facts, load_profile('h200x2-nvlink', {'host': {'time': None}}), 'h200x2')
+    driver = [(f['check'], f['severity']) for f in findings if f['component'] == 'nvidia driver']
+    assert driver == [('facts.not_collected', 'info')]
+    assert not [f for f in findings if f['severity'] == 'fail']

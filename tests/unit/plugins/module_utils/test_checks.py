@@ -72,6 +72,7 @@ def h200x4_facts():
             'nvidia_smi_xml': _probe('nvidia-smi -q -x'),
             'nvidia_topo': _probe('nvidia-smi topo -m'),
             'nvidia_nvlink': _probe('nvidia-smi nvlink --status'),
+            'nvidia_proc_version': _probe('cat /proc/driver/nvidia/version'),
             'os_release': _probe('cat /etc/os-release'),
             'uname': _probe('uname -a'),
             'kernel_log': _probe('journalctl -k -b --no-pager -o short-iso', status='skipped', rc=None),
@@ -87,6 +88,7 @@ def h200x4_facts():
             },
             'nvlink': dict((str(i), {'links': [{'link': n, 'speed_gbps': 26.562, 'active': True} for n in range(18)]})
                            for i in range(4)),
+            'kernel_module': {'version': '580.159.04', 'flavour': 'open', 'arch': 'x86_64', 'gcc_version': '15.3.0'},
         },
         'infiniband': {'installed': None, 'cas': {}},
         'network': {'interfaces': {}, 'probed': False},
@@ -141,7 +143,7 @@ def hgx_facts():
     probes = dict((key, _probe(cmd)) for key, cmd in (
         ('nvidia_query_gpu', 'nvidia-smi --query-gpu=... --format=csv'), ('nvidia_smi_xml', 'nvidia-smi -q -x'),
         ('nvidia_topo', 'nvidia-smi topo -m'), ('nvidia_nvlink', 'nvidia-smi nvlink --status'),
-        ('kernel_log', 'journalctl -k -b --no-pager -o short-iso'), ('ibstat', 'ibstat'),
+        ('nvidia_proc_version', 'cat /proc/driver/nvidia/version'), ('kernel_log', 'journalctl -k -b --no-pager -o short-iso'), ('ibstat', 'ibstat'),
         ('ib_counters', 'grep -H . /sys/class/infiniband/*/ports/*/counters/*'), ('ip_link', 'ip -j -d link show'),
         ('ethtool:eth0', 'ethtool eth0'), ('ethtool:rdma0', 'ethtool rdma0'), ('roce_pfc:rdma0', 'mlnx_qos -i rdma0'),
         ('os_release', 'cat /etc/os-release'), ('uname', 'uname -a'), ('kernel_modules', 'cat /proc/modules'),
@@ -160,6 +162,7 @@ def hgx_facts():
             'nvlink': dict((str(i), {'links': [{'link': n, 'speed_gbps': 26.562, 'active': True} for n in range(18)]})
                            for i in range(8)),
             'xid_events': [],
+            'kernel_module': {'version': '550.90.07', 'flavour': 'proprietary', 'arch': 'x86_64', 'gcc_version': None},
         },
         'infiniband': {'installed': True, 'cas': cas},
         'network': {
@@ -281,6 +284,22 @@ def nvlink_link(gpu, link, **changes):
     return mutate
 
 
+def nvlink_all_inactive(gpu):
+    def mutate(facts):
+        facts['gpu']['nvlink'][str(gpu)] = {'links': [], 'all_inactive': True}
+    return mutate
+
+
+def section_error(key, section, gpu=None):
+    """Probe ``key`` parsed, but one section of its output was not understood."""
+    def mutate(facts):
+        problem = {'section': section, 'error': 'unexpected line', 'excerpt': 'GPU 1: NVIDIA H200\nsomething new'}
+        facts['probes'][key]['section_errors'] = [problem]
+        if gpu is not None:
+            facts['gpu']['nvlink'][str(gpu)]['parse_error'] = problem
+    return mutate
+
+
 def xid(number, pci='0000:00:08'):
     def mutate(facts):
         facts['gpu']['xid_events'] = [{
@@ -355,6 +374,7 @@ def probe_status(key, status, error='boom', excerpt=None):
 FAIL_CASES = [
     ('probe.failed', 'hgx', probe_status('ibstat', 'failed', 'ibstat: timeout'), None),
     ('probe.parse_error', 'hgx', probe_status('nvidia_topo', 'parse_error', 'cannot parse', 'GPU0 garbage'), None),
+    ('probe.section_parse_error', 'h200x4', section_error('nvidia_nvlink', 'gpu1', gpu=1), None),
     ('facts.not_collected', 'h200x4', None, None),
     ('facts.not_measured', 'hgx', iface('rdma0', mtu=None), None),
     ('gpu.driver_missing', 'hgx', gpu_missing, None),
@@ -376,6 +396,8 @@ FAIL_CASES = [
     ('gpu.clock_events_warn', 'h200x4', setp('gpu.devices.3.clocks_event_reasons_active', ['sw_thermal_slowdown']), None),
     ('gpu.topology', 'h200x4', topo_pair(1, 2, 'NV12'), None),
     ('gpu.nic_affinity', 'hgx', nic_far, None),
+    ('gpu.driver_library_mismatch', 'h200x4', setp('gpu.kernel_module.version', '580.126.09'), None),
+    ('gpu.driver_version_mixed', 'h200x4', setp('gpu.devices.3.driver_version', '570.133.20'), None),
     ('gpu.nvlink_count', 'h200x4', nvlink_links(2, 12), None),
     ('gpu.nvlink_down', 'h200x4', nvlink_link(2, 5, active=False, speed_gbps=None), None),
     ('gpu.nvlink_speed', 'h200x4', nvlink_link(2, 5, speed_gbps=13.281), None),
@@ -413,6 +435,7 @@ FAIL_CASES = [
 PASS_CASES = [
     ('probe.failed', 'hgx', probe_status('nvcc', 'missing'), None),
     ('probe.parse_error', 'hgx', None, None),
+    ('probe.section_parse_error', 'h200x4', None, None),
     ('facts.not_collected', 'hgx', None, None),
     ('facts.not_measured', 'hgx', None, None),
     ('gpu.driver_missing', 'hgx', gpu_missing,
@@ -436,6 +459,8 @@ PASS_CASES = [
     ('gpu.clock_events_warn', 'h200x4', setp('gpu.devices.3.clocks_event_reasons_active', ['sync_boost']), None),
     ('gpu.topology', 'h200x4', topo_pair(1, 2, 'NV12'), {'gpu': {'topology': {'pairs': {'2-1': 'NV12'}}}}),
     ('gpu.nic_affinity', 'hgx', None, None),
+    ('gpu.driver_library_mismatch', 'h200x4', None, None),
+    ('gpu.driver_version_mixed', 'hgx', None, None),
     ('gpu.nvlink_count', 'h200x4', None, None),
     ('gpu.nvlink_down', 'h200x4', both(*[nvlink_link(2, n, active=False) for n in range(12, 18)]), {'gpu': {'nvlink': {'links_per_gpu': 12}}}),
     ('gpu.nvlink_speed', 'h200x4', nvlink_link(2, 5, speed_gbps=53.125), None),
@@ -578,6 +603,72 @@ def test_gpu_names_and_messages():
     assert [(f['component'], f['measured'], f['expected']) for f in topo] == [('gpu1<->gpu2', 'PHB', 'NV18')]
 
 
+def test_pcie_measured_shows_current_and_max():
+    def gen4_x16(facts):
+        dev(facts, 0)['pcie_gen_current'] = 4
+    found = [(f['check'], f['measured'], f['expected']) for f in run_case('h200x4', gen4_x16) if f['check'].startswith('gpu.pcie')]
+    assert found == [('gpu.pcie_downtrained', 'Gen4 x16 (max Gen5 x16)', 'Gen5 x16')]
+
+    def unknown_width(facts):
+        dev(facts, 0).update(pcie_gen_current=3, pcie_gen_max=4, pcie_width_current=None)
+    found = [(f['check'], f['measured']) for f in run_case('h200x4', unknown_width) if f['check'].startswith('gpu.pcie')]
+    assert found == [('gpu.pcie_link', 'Gen3 x? (max Gen4 x16)')]
+
+
+def test_nvlink_all_inactive_gpu_is_one_finding_and_the_others_are_checked():
+    findings = run_case('h200x4', both(nvlink_all_inactive(2), nvlink_link(0, 3, active=False, speed_gbps=None)))
+    found = sorted((f['check'], f['component'], f['measured'], f['severity']) for f in findings if f['severity'] != 'info')
+    assert found == [('gpu.nvlink_down', 'gpu0/nvlink3', 'inactive', 'fail'),
+                     ('gpu.nvlink_down', 'gpu2', 'all links inactive', 'fail')]
+    assert 'nvidia-smi nvlink --status -i 2' in [f for f in findings if f['component'] == 'gpu2'][0]['remediation']
+
+
+def test_section_parse_error_names_the_section_and_what_was_read():
+    findings = run_case('h200x4', section_error('nvidia_nvlink', 'gpu1', gpu=1))
+    found = [f for f in findings if f['severity'] != 'info']
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [
+        ('probe.section_parse_error', 'probe nvidia_nvlink: gpu1', 'fail')]
+    assert 'something new' in found[0]['message'] and 'nvidia-smi nvlink --status' in found[0]['remediation']
+    # A section of a probe the profile does not need only warns.
+    findings = run_case('h200x4', section_error('nvidia_nvlink', 'gpu1'), {'gpu': None, 'software': None})
+    assert [(f['check'], f['severity']) for f in findings if f['check'].startswith('probe.')] == [
+        ('probe.section_parse_error', 'warn')]
+
+
+def nvml_mismatch(facts):
+    """nvidia-smi fails as after an unfinished upgrade; /proc/driver/nvidia/version still reads."""
+    text = 'Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.178\n'
+    for key in ('nvidia_query_gpu', 'nvidia_smi_xml', 'nvidia_topo', 'nvidia_nvlink'):
+        facts['probes'][key].update(status='failed', rc=18, error='exit code 18', excerpt=text)
+    facts['gpu'] = {'vendor': 'nvidia', 'installed': True, 'count': None, 'driver_version': None, 'cuda_driver_version': None,
+                    'devices': [], 'kernel_module': facts['gpu']['kernel_module'],
+                    'nvml_error': {'message': 'Driver/library version mismatch', 'nvml_library_version': '580.178'}}
+    facts['software'].update(driver_version=None, cuda_driver_version=None)
+
+
+def test_driver_seen_from_the_kernel_module_and_nvml():
+    findings = run_case('h200x4', setp('gpu.kernel_module.version', '580.126.09'))
+    found = [(f['check'], f['component'], f['measured'], f['severity']) for f in findings if f['severity'] != 'info']
+    assert found == [('gpu.driver_library_mismatch', 'nvidia driver', 'kernel module 580.126.09, NVML 580.159.04', 'fail')]
+    # nvidia-smi cannot start at all: one finding names the cause, not one probe.failed per nvidia-smi call.
+    findings = run_case('h200x4', nvml_mismatch)
+    found = [(f['check'], f['component'], f['measured'], f['severity']) for f in findings if f['severity'] != 'info']
+    assert found == [('gpu.driver_library_mismatch', 'nvidia driver', 'kernel module 580.159.04, NVML library 580.178', 'fail')]
+    assert 'reboot' in findings[0]['remediation'] or any('reboot' in f['remediation'] for f in findings)
+    # The query and the XML disagree (read during a driver change).
+    findings = run_case('h200x4', both(setp('gpu.driver_version', '570.133.20'), setp('gpu.kernel_module.version', '570.133.20')))
+    mixed = [(f['check'], f['measured']) for f in findings if f['check'] == 'gpu.driver_version_mixed']
+    assert mixed == [('gpu.driver_version_mixed', '570.133.20: nvidia-smi -q -x; 580.159.04: gpu0, gpu1, gpu2, gpu3')]
+
+
+def test_kernel_module_not_collected_is_never_a_pass():
+    def old_bundle(facts):
+        del facts['gpu']['kernel_module']
+        facts['probes']['nvidia_proc_version'] = _probe('cat /proc/driver/nvidia/version', status='skipped', rc=None)
+    found = [(f['check'], f['component'], f['severity']) for f in run_case('hgx', old_bundle)]
+    assert found == [('facts.not_collected', 'nvidia driver', 'info')]
+
+
 def test_xid_on_unknown_bus_names_the_pci_address():
     findings = run_case('h200x4', xid(79, pci='0000:af:00'))
     fatal = [f for f in findings if f['check'] == 'gpu.xid_fatal']
@@ -686,6 +777,13 @@ def test_group_tie_flags_every_host_and_overrides_apply():
     assert all(f['expected'] == 'one value on every host' for f in findings)
     profile = {'schema_version': 1, 'name': 'x', 'checks': {'disable': ['consistency.*']}}
     assert evaluate_group(hosts, keys=('software.nccl_version',), profile=profile) == []
+
+
+def test_driver_drift_between_hosts_fails_a_production_gate():
+    # A job whose ranks run different drivers is the classic NCCL hang: fail by default, not warn.
+    findings = evaluate_group(_group_facts(software__driver_version='550.54.15'))
+    assert [(f['host'], f['check'], f['severity']) for f in findings] == [('n3', 'consistency.software.driver_version', 'fail')]
+    assert 'NCCL' in findings[0]['remediation']
 
 
 def test_group_custom_key():

@@ -5,13 +5,14 @@ escape, and what they return has the documented shape.
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
@@ -19,7 +20,8 @@ VM = os.path.join(FIXTURES, 'hardware', 'debian12-vm-noaccel')
 H200 = os.path.join(FIXTURES, 'hardware', 'h200x4-nvlink')
 DERIVED = os.path.join(FIXTURES, 'derived')
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Examples per test: the loaded profile (tests/conftest.py: 150 for make unit, 10,000 for make fuzz).
+SETTINGS = settings()
 
 
 def _read(path):
@@ -134,6 +136,7 @@ def _check(parser, text):
     except ParseError:
         return
     assert isinstance(result, CORPUS[parser][2]), '%s returned %r' % (parser.__name__, type(result))
+    assert_finite(result, parser.__name__)
 
 
 @pytest.mark.parametrize('parser', PARSERS, ids=lambda parser: parser.__name__)

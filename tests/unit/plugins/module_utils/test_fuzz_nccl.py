@@ -3,11 +3,12 @@ and the derived faulty outputs. Only ParseError may escape, and whatever parses 
 import glob
 import os
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import evaluate_curve
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,7 +21,8 @@ for _path in FILES:
         TEXTS.append(_handle.read())
 
 CURVE = [{'min_bytes': 16 << 20, 'busbw_gbps_min': 200.0}, {'min_bytes': 1 << 30, 'busbw_gbps_min': 300.0}]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Examples per test: the loaded profile (tests/conftest.py: 150 for make unit, 10,000 for make fuzz).
+SETTINGS = settings()
 NOISE = st.text(alphabet=st.characters(blacklist_categories=('Cs',)), max_size=80)
 
 
@@ -30,6 +32,7 @@ def _check(text):
     except ParseError:
         return
     assert isinstance(result, dict)
+    assert_finite(result)
     for row in result['rows']:
         assert isinstance(row['size_bytes'], int)
         assert isinstance(row['out_of_place'], dict)

@@ -5,18 +5,20 @@ parser, which reads free text, never raises). Also the plain tests of ``merge_gp
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
 REAL = os.path.join(FIXTURES, 'hardware', 'h200x4-nvlink')
 DERIVED = os.path.join(FIXTURES, 'derived', 'nvidia')
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Examples per test: the loaded profile (tests/conftest.py: 150 for make unit, 10,000 for make fuzz).
+SETTINGS = settings()
 
 
 def _read(path):
@@ -34,6 +36,8 @@ CORPUS = {
     'topo': [os.path.join(REAL, 'nvidia-smi_topo_-m.txt'), os.path.join(REAL, 'nvidia-smi_topo_-mp.txt')] + _derived('topo-m_'),
     'nvlink': [os.path.join(REAL, 'nvidia-smi_nvlink_--status.txt')] + _derived('nvlink-status_'),
     'kernel_log': _derived('kernel-log_'),
+    'proc_version': [os.path.join(REAL, 'proc_driver_nvidia_version.txt')] + _derived('proc-driver-version_')
+    + _derived('nvidia-smi_nvml-'),
     'nvcc': [],
 }
 TEXTS = dict((key, [_read(path) for path in paths]) for key, paths in CORPUS.items())
@@ -43,7 +47,9 @@ TEXTS['nvcc'] = ['nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025
 NOISE = st.text(alphabet=st.characters(blacklist_categories=('Cs',)), max_size=40)
 TOKENS = st.sampled_from(['\t', ' X ', 'NV18', 'SYS', 'GPU0', 'NIC0', 'N/A', '[N/A]', ',', '\n', 'Link 0:', '<inactive>',
                           'GB/s', '<gpu id="00000000:00:06.0">', '</gpu>', '<total>', 'Enabled', 'Xid', 'NVRM: Xid (PCI:',
-                          '0000:18:00): ', '79, ', 'pid=', 'name=', 'release ', '13.0', '\x1b[4m', '\r\n', '\x00', '\xff'])
+                          '0000:18:00): ', '79, ', 'pid=', 'name=', 'release ', '13.0', '\x1b[4m', '\r\n', '\x00', '\xff',
+                          'NVRM version: ', 'Kernel Module ', '580.159.04', 'Failed to initialize NVML: ',
+                          'NVML: Unable to retrieve NVLink information as all links are inActive'])
 
 
 @st.composite
@@ -90,9 +96,11 @@ def mutated(draw, key):
 
 def _only_parse_errors(func, text, **kwargs):
     try:
-        return func(text, **kwargs)
+        result = func(text, **kwargs)
     except ParseError:
         return None
+    assert_finite(result)
+    return result
 
 
 @SETTINGS
@@ -103,9 +111,9 @@ def test_fuzz_query_gpu(text, with_fields):
     if result is not None:
         assert isinstance(result, list)
         for device in result:
-            assert set(device) == set(['index', 'name', 'uuid', 'bus_id', 'driver_version', 'memory_total_mib',
-                                       'pcie_gen_current', 'pcie_gen_max', 'pcie_width_current', 'pcie_width_max',
-                                       'persistence_mode', 'ecc_mode', 'clocks_max_sm_mhz'])
+            assert set(device) - set(['parse_error']) == set([
+                'index', 'name', 'uuid', 'bus_id', 'driver_version', 'memory_total_mib', 'pcie_gen_current', 'pcie_gen_max',
+                'pcie_width_current', 'pcie_width_max', 'persistence_mode', 'ecc_mode', 'clocks_max_sm_mhz'])
             assert device['ecc_mode'] in (True, False, None)
 
 
@@ -116,8 +124,11 @@ def test_fuzz_smi_xml(text):
     if result is not None:
         assert set(result) == set(['driver_version', 'cuda_driver_version', 'gpus'])
         for bus_id, gpu in result['gpus'].items():
+            if bus_id.startswith('<gpu '):
+                assert set(gpu) == set(['parse_error'])
+                continue
             assert bus_id == nv.normalise_bus_id(bus_id)
-            assert isinstance(gpu['clocks_event_reasons_active'], list)
+            assert isinstance(gpu['clocks_event_reasons_active'], list) or 'parse_error' in gpu
         merged = nv.merge_gpu_details([{'index': 0, 'bus_id': '00000000:00:06.0'}], result)
         assert len(merged) == 1
 
@@ -152,6 +163,22 @@ def test_fuzz_xid_never_raises(text):
 
 
 @SETTINGS
+@given(text=mutated('proc_version'))
+def test_fuzz_proc_driver_version(text):
+    result = _only_parse_errors(nv.parse_proc_driver_version, text)
+    if result is not None:
+        assert set(result) == set(['version', 'flavour', 'arch', 'gcc_version'])
+        assert result['version'][0].isdigit() and result['flavour'] in ('open', 'proprietary')
+
+
+@SETTINGS
+@given(text=st.one_of(mutated('proc_version'), mutated('query_gpu'), st.binary(max_size=100), st.none(), st.integers()))
+def test_fuzz_nvml_init_error_never_raises(text):
+    result = nv.nvml_init_error(text)
+    assert result is None or set(result) == set(['message', 'nvml_library_version'])
+
+
+@SETTINGS
 @given(text=mutated('nvcc'))
 def test_fuzz_nvcc(text):
     result = _only_parse_errors(nv.parse_nvcc_version, text)
@@ -167,7 +194,7 @@ def test_fuzz_normalise_bus_id(text):
 
 
 @pytest.mark.parametrize('func', [nv.parse_query_gpu, nv.parse_smi_xml, nv.parse_topo_matrix, nv.parse_nvlink_status,
-                                  nv.parse_nvcc_version, nv.normalise_bus_id])
+                                  nv.parse_nvcc_version, nv.normalise_bus_id, nv.parse_proc_driver_version])
 @pytest.mark.parametrize('value', [42, ['a'], {'a': 1}])
 def test_non_text_is_a_parse_error(func, value):
     with pytest.raises(ParseError):
