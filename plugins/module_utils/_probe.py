@@ -21,12 +21,18 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
 BUNDLE_FORMAT_VERSION = 1
 MANIFEST = 'manifest.json'
 
 GROUPS = ('host', 'gpu', 'xid', 'infiniband', 'network', 'software')
+
+# The process list: pid, parent, user, seconds running, full command line.
+PS_FORMAT = 'pid=,ppid=,user:32=,etimes=,args='
+# At most this many job processes (host.processes.matched) are kept in the facts.
+MATCHED_PROCESSES_MAX = 50
 
 # Interfaces that are never a data or management NIC of a node.
 VIRTUAL_IFACE_PATTERNS = ('lo', 'docker*', 'veth*', 'virbr*', 'podman*', 'cni*', 'flannel*', 'cali*', 'vxlan*',
@@ -86,6 +92,7 @@ def base_probes(disk_paths=('/',)):
         Probe('disks', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))]),
         Probe('memlock', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
         Probe('lspci', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
+        Probe('processes', 'host', [A(host_p.parse_ps, argv=['ps', '-e', '-ww', '-o', PS_FORMAT])]),
         Probe('nvidia_query_gpu', 'gpu', [A(nv_p.parse_query_gpu, argv=query.split(' '))]),
         Probe('nvidia_smi_xml', 'gpu', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
         Probe('nvidia_topo', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
@@ -349,8 +356,12 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
     return parsed, statuses
 
 
-def assemble(parsed, statuses, source='live', disk_paths=('/',)):
-    """Build the facts dictionary of docs/facts.md from parsed probe outputs."""
+def assemble(parsed, statuses, source='live', disk_paths=('/',), process_patterns=None):
+    """Build the facts dictionary of docs/facts.md from parsed probe outputs.
+
+    ``process_patterns`` (regular expressions, default: the profile schema's default
+    ``host.leftover_process_patterns``) select the processes of ``ps`` kept in ``host.processes``.
+    """
     facts = {
         'schema_version': FACTS_SCHEMA_VERSION,
         'source': source,
@@ -366,6 +377,7 @@ def assemble(parsed, statuses, source='live', disk_paths=('/',)):
         'cuda_toolkit_version': parsed.get('nvcc'),
         'nccl_version': parsed.get('nccl_version'),
     }
+    _process_facts(parsed, facts, process_patterns)
     return facts
 
 
@@ -465,12 +477,47 @@ def _host_facts(parsed, statuses, disk_paths):
     return host
 
 
-def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None):
+def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, process_patterns=None):
     """Run the probes and return the facts dictionary."""
     disk_paths = tuple(disk_paths) or ('/',)
     parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture)
     source = 'replay' if isinstance(runner, ReplayRunner) else 'live'
-    return assemble(parsed, statuses, source=source, disk_paths=disk_paths)
+    return assemble(parsed, statuses, source=source, disk_paths=disk_paths, process_patterns=process_patterns)
+
+
+def _process_facts(parsed, facts, patterns):
+    """``host.processes`` (the job processes of ``ps``) and the command lines of the GPU processes.
+
+    Only processes whose command line matches one of ``patterns`` are kept (at most
+    MATCHED_PROCESSES_MAX), never the whole list: command lines can be long and carry secrets.
+    """
+    rows = parsed.get('processes')
+    if rows is None:
+        return
+    if patterns is None:
+        patterns = DEFAULT_LEFTOVER_PATTERNS
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append((pattern, re.compile(pattern)))
+        except re.error:
+            continue
+    by_pid = dict((row['pid'], row) for row in rows)
+    matched = []
+    for row in rows:
+        hit = next((pattern for pattern, regex in compiled if regex.search(row['args'])), None)
+        if hit is not None:
+            matched.append(dict(row, pattern=hit))
+    facts['host']['processes'] = {'count': len(rows), 'patterns': [p for p, _r in compiled],
+                                  'matched': matched[:MATCHED_PROCESSES_MAX], 'matched_total': len(matched)}
+    for device in facts['gpu'].get('devices') or []:
+        for proc in device.get('processes') or []:
+            row = by_pid.get(proc.get('pid'))
+            if row is not None:
+                proc.update(command=row['args'], user=row['user'], etimes=row['etimes'], ppid=row['ppid'])
+                parent = by_pid.get(row['ppid'])
+                if parent is not None:
+                    proc['parent_command'] = parent['args']
 
 
 # ---------------------------------------------------------------------------------------------

@@ -85,6 +85,20 @@ def _link(description, **kw):
     return spec
 
 
+# nvidia-smi compute modes (nvidia-smi -q -x <compute_mode>, --query-gpu=compute_mode).
+COMPUTE_MODES = ('Default', 'Exclusive_Thread', 'Exclusive_Process', 'Prohibited')
+
+# Processes of a distributed job (torchrun, torch.distributed launchers, MPI launchers and daemons,
+# nccl-tests binaries, DeepSpeed): one still running before a job is a leftover (field guide 7.5).
+DEFAULT_LEFTOVER_PATTERNS = [
+    r'(^|[\s/])torchrun(\s|$)',
+    r'-m\s+torch\.distributed\.(run|launch)(\s|$)',
+    r'(^|[\s/])(mpirun|mpiexec|orterun|orted|prterun|prted|hydra_pmi_proxy)(\s|$)',
+    r'(^|/)[a-z_]+_perf(_mpi)?(\s|$)',
+    r'(^|[\s/])deepspeed(\s|$)',
+]
+
+
 _XID_ENTRY = {
     'type': 'dict', 'description': 'One Xid code.',
     'keys': {
@@ -202,6 +216,15 @@ SCHEMA = {
                     },
                     'check': 'xid_lists',
                 },
+                'compute_modes': {'type': 'list', 'default': ['Default'], 'min_items': 1,
+                                  'elements': {'type': 'str', 'choices': list(COMPUTE_MODES)},
+                                  'description': 'Compute modes a GPU may be in before a job (nvidia-smi -q -x <compute_mode>); '
+                                                 'Exclusive_Process lets one process use the GPU, Prohibited none.'},
+                'idle_required': {'type': 'bool', 'default': True,
+                                  'description': 'No process may hold a GPU before a job (nvidia-smi -q -x <processes>).'},
+                'idle_ignore_processes': {'type': 'list', 'default': [], 'elements': {'type': 'str'},
+                                          'description': 'Globs of process names or command lines that may hold a GPU '
+                                                         '(a monitoring agent).'},
             },
         },
         'infiniband': {
@@ -277,6 +300,11 @@ SCHEMA = {
                 },
                 'ports_must_be_free': {'type': 'list', 'default': [], 'elements': {'type': 'port'},
                                        'description': 'Ports nothing may listen on: 29500 (tcp) or "5353/udp".'},
+                'leftover_process_patterns': {
+                    'type': 'list', 'default': DEFAULT_LEFTOVER_PATTERNS, 'elements': {'type': 'str', 'check': 'regex'},
+                    'description': 'Regular expressions (Python, searched in the full command line of `ps`) of processes that '
+                                   'belong to a distributed job; one still running before a job is a leftover. [] turns the '
+                                   'check off.'},
                 'pcie_acs_must_be_disabled': {'type': 'bool', 'default': False,
                                               'description': 'No PCIe bridge may have ACS redirection enabled (GPUDirect P2P/RDMA).'},
                 'os': {
@@ -588,7 +616,15 @@ def _check_ids(ctx, key, value):
         _check_one_id(ctx, '%s[%d]' % (key, i), pattern)
 
 
+def _check_regex(ctx, key, value):
+    try:
+        re.compile(value)
+    except re.error as err:
+        ctx.error(key, '%r is not a regular expression: %s' % (value, err))
+
+
 _EXTRA_CHECKS = {
+    'regex': _check_regex,
     'xid_lists': _check_xid_lists,
     'curve_sorted': _check_curve_sorted,
     'check_ids': _check_ids,

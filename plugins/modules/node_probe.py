@@ -15,8 +15,8 @@ version_added: 0.1.0
 description:
   - Runs the read-only probes of the selected groups on the node (C(nvidia-smi) query, XML, topology
     and NVLink status, kernel log Xid events, C(ibstat) and InfiniBand port counters, C(ip), C(ethtool),
-    RoCE ECN/PFC state, OS, kernel modules, chrony, listening ports, free disk, memlock limit, PCIe ACS,
-    CUDA toolkit and NCCL versions) and returns the parsed facts as C(xuanwu_facts).
+    RoCE ECN/PFC state, OS, kernel modules, chrony, listening ports, job processes (C(ps)), free disk,
+    memlock limit, PCIe ACS, CUDA toolkit and NCCL versions) and returns the parsed facts as C(xuanwu_facts).
   - A tool that is not installed is recorded as a fact (status C(missing)), never an error. Output that
     cannot be parsed is recorded with status C(parse_error), the parser's reason and an excerpt of what
     was read, so that the checks can report it.
@@ -75,6 +75,15 @@ options:
     type: list
     elements: str
     default: []
+  process_patterns:
+    description:
+      - Regular expressions (Python syntax, searched in the full command line) of the processes of C(ps)
+        kept in the facts (C(host.processes.matched)): the processes of a distributed job. Only those are
+        kept, never the whole process list.
+      - Defaults to the profile schema's default C(host.leftover_process_patterns) (torchrun,
+        torch.distributed launchers, mpirun/orted, nccl-tests C(*_perf), deepspeed).
+    type: list
+    elements: str
 seealso:
   - module: xuanwu.cluster.node_check
 notes:
@@ -125,6 +134,7 @@ bundle:
   sample: {directory: /var/tmp/xuanwu-bundle, files: [manifest.json, nvidia_query_gpu.txt]}
 '''
 
+import re
 import socket
 import time
 
@@ -144,6 +154,7 @@ def main():
             capture_dir=dict(type='path'),
             timeout=dict(type='int', default=60),
             nccl_library_globs=dict(type='list', elements='str', default=[]),
+            process_patterns=dict(type='list', elements='str'),
         ),
         mutually_exclusive=[('replay_dir', 'capture_dir')],
         supports_check_mode=True,
@@ -152,6 +163,11 @@ def main():
     groups = _probe.GROUPS if 'all' in p['gather'] else tuple(p['gather'])
     if p['timeout'] < 0:
         module.fail_json(msg='timeout must be 0 or more, got %d' % p['timeout'])
+    for pattern in p['process_patterns'] or []:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            module.fail_json(msg='process_patterns: %r is not a regular expression: %s' % (pattern, err))
 
     if p['replay_dir']:
         try:
@@ -170,7 +186,8 @@ def main():
 
     writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
     try:
-        facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer)
+        facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
+                             process_patterns=p['process_patterns'])
     except _probe.BundleError as err:
         module.fail_json(msg=str(err))
 
