@@ -24,7 +24,7 @@ import string
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
     PCIE_LINK_RANK, validate_profile,
 )
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _hygiene
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _hygiene, _links
 
 
 def _c(title, kind, severity, compares, remediation):
@@ -243,6 +243,15 @@ CHECKS = {
         'Port already in use', 'port <n>/<proto>', 'fail', 'nothing listens on the ports of host.ports_must_be_free',
         'Find the owner with `ss -lntup | grep :{port}` and stop it (a stale training job or rendezvous store), or change '
         'the job\'s MASTER_PORT.'),
+    # --- link flaps (field guide 8) ---------------------------------------------------------
+    'network.link_flaps': _c(
+        'Interface link flaps', '<interface>', 'fail',
+        'link down events of the interface in the kernel log since boot <= host.link_flaps.down_events_max',
+        'The link of {interface} went down and came back (network jitter stalls collectives and makes NCCL time out): '
+        'read the lines with `journalctl -k | grep {interface}`, check the cable/transceiver (`ethtool -m {interface}`, '
+        '`mlxlink -d <device> -c` on ConnectX), the switch port\'s flap log and error counters, and `ethtool -S {interface} '
+        '| grep -i -e err -e down`; replace the cable or optic, move to another switch port, update the NIC firmware. '
+        'After the fix the count restarts only at the next boot: raise down_events_max for this host until then.'),
     # --- hygiene before a job (field guide 7.5) ---------------------------------------------
     'gpu.compute_mode': _c(
         'GPU compute mode', 'gpu<N>', 'fail', 'devices[].compute_mode is one of gpu.compute_modes',
@@ -307,7 +316,7 @@ DEFAULT_GROUP_KEYS = ('software.driver_version', 'software.nccl_version', 'softw
 # Which profile sections each probe feeds (docs/capture-format.md); per-interface probes by prefix.
 PROBE_SECTIONS = {
     'nvidia_query_gpu': ('gpu', 'software'), 'nvidia_smi_xml': ('gpu', 'software'), 'nvidia_topo': ('gpu',),
-    'nvidia_nvlink': ('gpu',), 'kernel_log': ('gpu',), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
+    'nvidia_nvlink': ('gpu',), 'kernel_log': ('gpu', 'host'), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
     'ip_link': ('network',), 'ethtool': ('network',), 'ethtool_driver': ('network',), 'roce_ecn': ('network',),
     'roce_pfc': ('network',), 'os_release': ('host',), 'uname': ('host',), 'kernel_modules': ('host',),
     'chrony': ('host',), 'listening': ('host',), 'disks': ('host',), 'memlock': ('host',), 'lspci': ('host',),
@@ -855,7 +864,10 @@ def _check_infiniband(run):
                 over = []
                 for cname in sorted(want['counters_max']):
                     value = _num(counters.get(cname))
-                    if value is not None and value > want['counters_max'][cname]:
+                    if value is None:
+                        run.not_measured(comp, 'counter %s' % cname, 'cat /sys/class/infiniband/%s/ports/%s/counters/%s'
+                                         % (ca, port, cname))
+                    elif value > want['counters_max'][cname]:
                         over.append('%s=%d (max %d)' % (cname, value, want['counters_max'][cname]))
                 if over:
                     run.add('ib.port_counters', comp, ', '.join(over), 'counters within counters_max',
@@ -1120,6 +1132,8 @@ def _check_hygiene(run):
     if host_want:
         host = run.facts.get('host') if isinstance(run.facts.get('host'), dict) else {}
         _hygiene.check_leftover_processes(run, host_want, host, devices)
+        network = run.facts.get('network') if isinstance(run.facts.get('network'), dict) else {}
+        _links.check_link_flaps(run, host_want, network)
 
 
 # ---------------------------------------------------------------------------------------------

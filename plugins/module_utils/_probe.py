@@ -31,6 +31,8 @@ GROUPS = ('host', 'gpu', 'xid', 'infiniband', 'network', 'software')
 
 # The process list: pid, parent, user, seconds running, full command line.
 PS_FORMAT = 'pid=,ppid=,user:32=,etimes=,args='
+IB_COUNTER_GLOBS = ('/sys/class/infiniband/*/ports/*/counters/*',)
+
 # At most this many job processes (host.processes.matched) are kept in the facts.
 MATCHED_PROCESSES_MAX = 50
 
@@ -100,12 +102,22 @@ def base_probes(disk_paths=('/',)):
         Probe('kernel_log', 'xid', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
                                     A(nv_p.parse_xid_events, argv=['dmesg'])]),
         Probe('ibstat', 'infiniband', [A(ib_p.parse_ibstat, argv=['ibstat'])]),
-        Probe('ib_counters', 'infiniband', [A(ib_p.parse_ib_counters, globs=['/sys/class/infiniband/*/ports/*/counters/*'])]),
+        Probe('ib_counters', 'infiniband', [A(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))]),
         Probe('ip_link', 'network', [A(net_p.parse_ip_link, argv=['ip', '-j', '-d', 'link', 'show'])]),
         Probe('nvcc', 'software', [A(nv_p.parse_nvcc_version, argv=['nvcc', '--version']),
                                    A(nv_p.parse_nvcc_version, argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
         Probe('nccl_version', 'software', [A(host_p.parse_nccl_version, internal='nccl_version')]),
     ]
+
+
+def end_probes():
+    """The probes read again at the end of a validation run (``stage: end``): the InfiniBand error
+    counters, whose growth during the load the workload_check kind ``link_counters`` judges."""
+    return [Probe('ib_counters_end', 'infiniband', [Alternative(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))])]
+
+
+# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events.
+DERIVED_PARSERS = {'kernel_log': (('link_events', net_p.parse_link_events),)}
 
 
 def interface_probes(ifname, rdma=True):
@@ -309,12 +321,13 @@ def validate_manifest(manifest, path):
 # ---------------------------------------------------------------------------------------------
 # Collection and assembly.
 
-def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None):
+def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, stage='start'):
     """Run every probe of the selected groups through ``runner``.
 
     Returns ``(parsed, statuses)``: ``parsed`` maps probe key to parser output (only for probes
     whose output parsed), ``statuses`` maps probe key to the status record of docs/facts.md.
-    ``capture``, when given, is called with ``(probe, output)`` for every probe that ran.
+    ``capture``, when given, is called with ``(probe, output)`` for every probe that ran. ``stage``
+    ``end`` runs only the end_probes.
     """
     groups = set(groups)
     parsed = {}
@@ -337,11 +350,16 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
         elif out.status in ('missing', 'skipped'):
             record['error'] = (out.stderr or '').strip()[:400] or None
         statuses[probe.key] = record
+        for key, parser in DERIVED_PARSERS.get(probe.key, ()) if record['status'] == 'ok' else ():
+            try:
+                parsed[key] = parser(out.stdout)
+            except ParseError:
+                continue
 
-    for probe in base_probes(disk_paths):
+    for probe in base_probes(disk_paths) if stage == 'start' else end_probes():
         if probe.group in groups:
             one(probe)
-    if 'network' in groups:
+    if 'network' in groups and stage == 'start':
         links = parsed.get('ip_link') or {}
         if isinstance(runner, ReplayRunner):
             names = sorted(set(k.split(':', 1)[1] for k in runner.keys() if ':' in k))
@@ -378,6 +396,8 @@ def assemble(parsed, statuses, source='live', disk_paths=('/',), process_pattern
         'nccl_version': parsed.get('nccl_version'),
     }
     _process_facts(parsed, facts, process_patterns)
+    if 'link_events' in parsed:
+        facts['network']['link_events'] = parsed['link_events']
     return facts
 
 
@@ -477,11 +497,15 @@ def _host_facts(parsed, statuses, disk_paths):
     return host
 
 
-def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, process_patterns=None):
-    """Run the probes and return the facts dictionary."""
+def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, process_patterns=None, stage='start'):
+    """Run the probes and return the facts dictionary (``stage`` end: the end-of-run facts of probe_end)."""
     disk_paths = tuple(disk_paths) or ('/',)
-    parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture)
+    parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture,
+                                  stage=stage)
     source = 'replay' if isinstance(runner, ReplayRunner) else 'live'
+    if stage == 'end':
+        return {'schema_version': FACTS_SCHEMA_VERSION, 'source': source, 'probes': statuses,
+                'infiniband': {'counters': parsed.get('ib_counters_end')}}
     return assemble(parsed, statuses, source=source, disk_paths=disk_paths, process_patterns=process_patterns)
 
 

@@ -99,6 +99,15 @@ DEFAULT_LEFTOVER_PATTERNS = [
 ]
 
 
+# InfiniBand error counters that must not grow while the load runs (a link that went down, retrained or
+# took bit errors under traffic). symbol_error may tick under load on a healthy HDR/NDR link (FEC corrects).
+DEFAULT_COUNTERS_GROWTH_MAX = {'link_downed': 0, 'link_error_recovery': 0, 'symbol_error': 10}
+
+# Interfaces whose link flaps say nothing about the node: containers, bridges, tunnels.
+LINK_FLAPS_IGNORE = ('lo', 'docker*', 'veth*', 'virbr*', 'podman*', 'cni*', 'flannel*', 'cali*', 'vxlan*', 'br-*', 'tun*',
+                     'tap*', 'kube-*', 'cilium*', 'weave*')
+
+
 _XID_ENTRY = {
     'type': 'dict', 'description': 'One Xid code.',
     'keys': {
@@ -243,6 +252,12 @@ SCHEMA = {
                 'counters_max': {'type': 'map', 'default': {}, 'description': 'Warn when a port error counter exceeds this.',
                                  'key': {'type': 'str', 'description': 'sysfs counter name'},
                                  'values': {'type': 'int', 'min': 0}},
+                'counters_growth_max': {
+                    'type': 'map', 'default': DEFAULT_COUNTERS_GROWTH_MAX,
+                    'description': 'Fail when a port error counter grew by more than this while the collectives and workloads '
+                                   'ran (read again at the end of validate.yml; see docs/checks.md, link_counters). {} turns it off.',
+                    'key': {'type': 'str', 'description': 'sysfs counter name'},
+                    'values': {'type': 'int', 'min': 0}},
             },
         },
         'network': {
@@ -305,6 +320,18 @@ SCHEMA = {
                     'description': 'Regular expressions (Python, searched in the full command line of `ps`) of processes that '
                                    'belong to a distributed job; one still running before a job is a leftover. [] turns the '
                                    'check off.'},
+                'link_flaps': {
+                    'type': 'dict', 'default': {},
+                    'description': 'Link down events of network interfaces (Ethernet, RoCE, IPoIB) in the kernel log since boot '
+                                   '(network.link_flaps); kept under host because every profile has that section.',
+                    'keys': {
+                        'down_events_max': {'type': 'int', 'min': 0, 'default': 1,
+                                            'description': 'Fail an interface that went down more often than this since boot; '
+                                                           'null turns the check off.'},
+                        'ignore': {'type': 'list', 'default': list(LINK_FLAPS_IGNORE), 'elements': {'type': 'str'},
+                                   'description': 'Globs of interfaces whose link events are ignored (containers, bridges).'},
+                    },
+                },
                 'pcie_acs_must_be_disabled': {'type': 'bool', 'default': False,
                                               'description': 'No PCIe bridge may have ACS redirection enabled (GPUDirect P2P/RDMA).'},
                 'os': {

@@ -75,6 +75,18 @@ options:
     type: list
     elements: str
     default: []
+  stage:
+    description:
+      - V(start) runs the probes of O(gather) and returns C(xuanwu_facts).
+      - V(end) reads only what is compared with the start of the run (the InfiniBand error counters, probe
+        C(ib_counters_end): one C(grep) over sysfs, no tool) and returns C(xuanwu_facts_end)
+        (C(schema_version), C(source), C(probes), C(infiniband.counters)); validate.yml runs it after the
+        collectives and workloads, when they ran, and judges the growth with
+        M(xuanwu.cluster.workload_check) kind C(link_counters). With O(replay_dir) the bundle's
+        C(ib_counters_end) entry is read (absent: status C(skipped)).
+    type: str
+    choices: [start, end]
+    default: start
   process_patterns:
     description:
       - Regular expressions (Python syntax, searched in the full command line) of the processes of C(ps)
@@ -98,6 +110,10 @@ EXAMPLES = r'''
   xuanwu.cluster.node_probe:
     gather: [gpu, xid, infiniband]
 
+- name: Read the InfiniBand error counters again after a load (compare with workload_check kind link_counters)
+  xuanwu.cluster.node_probe:
+    stage: end
+
 - name: Save a support bundle while probing
   xuanwu.cluster.node_probe:
     capture_dir: /var/tmp/xuanwu-bundle
@@ -120,13 +136,25 @@ ansible_facts:
           C(probes) (status, command, rc, error and excerpt per probe), C(gpu), C(infiniband),
           C(network), C(host) and C(software).
       type: dict
-      returned: always
+      returned: when O(stage=start)
       sample:
         schema_version: 1
         source: live
         probes:
           nvidia_query_gpu: {status: ok, command: nvidia-smi --query-gpu=index,name --format=csv, rc: 0, error: null, excerpt: null}
         gpu: {vendor: nvidia, installed: true, count: 4, driver_version: 580.159.04}
+    xuanwu_facts_end:
+      description:
+        - The end-of-run read (O(stage=end)) with the keys C(schema_version), C(source), C(probes) and
+          C(infiniband.counters) (C({ca: {port: {counter: value}}}), null when not read).
+      type: dict
+      returned: when O(stage=end)
+      sample:
+        schema_version: 1
+        source: live
+        probes:
+          ib_counters_end: {status: ok, command: grep -H . /sys/class/infiniband/*/ports/*/counters/*, rc: 0, error: null, excerpt: null}
+        infiniband: {counters: {mlx5_0: {'1': {link_downed: 0, symbol_error: 0}}}}
 bundle:
   description: The capture bundle written (or that would be written in check mode).
   returned: when O(capture_dir) is set
@@ -155,6 +183,7 @@ def main():
             timeout=dict(type='int', default=60),
             nccl_library_globs=dict(type='list', elements='str', default=[]),
             process_patterns=dict(type='list', elements='str'),
+            stage=dict(type='str', default='start', choices=['start', 'end']),
         ),
         mutually_exclusive=[('replay_dir', 'capture_dir')],
         supports_check_mode=True,
@@ -187,11 +216,11 @@ def main():
     writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
     try:
         facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
-                             process_patterns=p['process_patterns'])
+                             process_patterns=p['process_patterns'], stage=p['stage'])
     except _probe.BundleError as err:
         module.fail_json(msg=str(err))
 
-    result = dict(changed=False, ansible_facts=dict(xuanwu_facts=facts))
+    result = dict(changed=False, ansible_facts={'xuanwu_facts_end' if p['stage'] == 'end' else 'xuanwu_facts': facts})
     if writer is not None:
         meta = {'host': socket.gethostname(),
                 'captured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),

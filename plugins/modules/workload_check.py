@@ -17,7 +17,10 @@ description:
   - Takes a run registered from M(xuanwu.cluster.workload_run) and judges it by O(kind) against the host's profile
     (C(xuanwu_profile_resolved)); C(nccl_tests) and C(torch_allreduce) against the C(collectives) bandwidth curves,
     C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section; C(task_error) records a stage whose
-    task failed outright (O(run) holds C(task) and C(message)).
+    task failed outright (O(run) holds C(task) and C(message)); C(link_counters) compares the InfiniBand error counters
+    of the probe (O(run) C(before), the host's C(xuanwu_facts.infiniband)) with those read after the load (C(after), the
+    C(xuanwu_facts_end) of M(xuanwu.cluster.node_probe) with C(stage=end)) against the profile's
+    C(infiniband.counters_growth_max).
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
   - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
     (they appear in the report).
@@ -28,7 +31,7 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [ddp_smoke, fault_isolation, nccl_tests, soak, task_error, torch_allreduce]
+    choices: [ddp_smoke, fault_isolation, link_counters, nccl_tests, soak, task_error, torch_allreduce]
   run:
     description: The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
       (or O(component)) naming the collective.

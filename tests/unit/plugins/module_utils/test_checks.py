@@ -104,7 +104,7 @@ def h200x4_facts():
 
 
 # The h200x4 capture lacks these host facts: a replay of it reports them as not collected.
-H200X4_NOT_COLLECTED = {'gpu xid', 'kernel modules', 'chrony', 'disks', 'ports', 'processes'}
+H200X4_NOT_COLLECTED = {'gpu xid', 'kernel modules', 'chrony', 'disks', 'ports', 'processes', 'network link events'}
 
 HGX_BUSES = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB]
 
@@ -138,7 +138,9 @@ def hgx_facts():
             'ports': {'1': {
                 'state': 'Active', 'physical_state': 'LinkUp', 'rate_gbps': 400, 'link_layer': 'InfiniBand', 'base_lid': 10 + i,
                 'sm_lid': 1, 'port_guid': '0x%016x' % (0xa088c20300000000 + i),
-                'counters': {'symbol_error': 0, 'link_downed': 0, 'port_rcv_errors': 0, 'link_error_recovery': 0},
+                'counters': {'symbol_error': 0, 'link_downed': 0, 'port_rcv_errors': 0, 'link_error_recovery': 0,
+                             'port_rcv_remote_physical_errors': 0, 'port_xmit_discards': 0, 'local_link_integrity_errors': 0,
+                             'excessive_buffer_overrun_errors': 0},
             }},
         }
     cas['mlx5_8'] = {'ca_type': 'MT4129', 'firmware': '28.39.1002', 'hardware_version': '0', 'node_guid': '0x1',
@@ -171,6 +173,7 @@ def hgx_facts():
         'infiniband': {'installed': True, 'cas': cas},
         'network': {
             'probed': True,
+            'link_events': {'eth0': {'down': 0, 'up': 1, 'last': 'up', 'lines': ['mlx5_core 0000:c1:00.0 eth0: Link up']}},
             'interfaces': {
                 'eth0': {'mtu': 1500, 'operstate': 'UP', 'flags': ['BROADCAST', 'MULTICAST', 'UP', 'LOWER_UP'], 'link_type': 'ether',
                          'address': '02:00:00:00:00:01', 'kind': None, 'speed_mbps': 25000, 'duplex': 'full',
@@ -364,6 +367,13 @@ def job_process(args, pid=4100):
     return mutate
 
 
+def link_events(name, down, up=None):
+    def mutate(facts):
+        line = 'mlx5_core 0000:c1:00.1 %s: Link down' % name
+        facts['network']['link_events'][name] = {'down': down, 'up': down if up is None else up, 'last': 'up', 'lines': [line]}
+    return mutate
+
+
 def probe_status(key, status, error='boom', excerpt=None):
     def mutate(facts):
         facts['probes'][key] = {'status': status, 'command': key, 'rc': 1 if status == 'failed' else 0,
@@ -427,6 +437,7 @@ FAIL_CASES = [
     ('host.port_in_use', 'hgx', listen(29500), None),
     ('host.pcie_acs', 'hgx', setp('host.pcie_acs.enabled', ['0000:00:01.0', '0000:40:01.1']), None),
     ('gpu.compute_mode', 'h200x4', setp('gpu.devices.1.compute_mode', 'Exclusive_Process'), None),
+    ('network.link_flaps', 'hgx', link_events('rdma0', 3), None),
     ('gpu.process', 'hgx', gpu_process(2, '/usr/bin/python3'), None),
     ('host.leftover_process', 'hgx', job_process('/usr/bin/mpirun -np 16 ./build/all_reduce_perf -b 8 -e 8G'), None),
     ('software.driver_version', 'hgx', setp('software.driver_version', '470.57.02'), None),
@@ -491,6 +502,7 @@ PASS_CASES = [
     ('host.pcie_acs', 'hgx', setp('host.pcie_acs.enabled', ['0000:00:01.0']), {'host': {'pcie_acs_must_be_disabled': False}}),
     ('gpu.compute_mode', 'h200x4', setp('gpu.devices.1.compute_mode', 'Exclusive_Process'),
      {'gpu': {'compute_modes': ['Default', 'Exclusive_Process']}}),
+    ('network.link_flaps', 'hgx', both(link_events('rdma0', 1), link_events('veth9a1b2c', 40)), None),
     ('gpu.process', 'hgx', gpu_process(2, '/usr/bin/nv-hostengine'), {'gpu': {'idle_ignore_processes': ['*/nv-hostengine']}}),
     ('host.leftover_process', 'hgx', job_process('/usr/bin/mpirun -np 16 ./build/all_reduce_perf'),
      {'host': {'leftover_process_patterns': []}}),
