@@ -77,8 +77,8 @@ def check_gpu_usage(run, want, devices):
 def _check_gpu_processes(run, want, dev, index, name, label):
     procs = dev.get('processes')
     if procs is None:
-        run.not_measured(name, 'processes on the GPU', 'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory '
-                                                        '--format=csv')
+        how = 'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv'
+        run.not_measured(name, 'processes on the GPU', how)
         return
     for proc in procs:
         if not isinstance(proc, dict) or _ignored(proc, want.get('idle_ignore_processes') or []):

@@ -79,18 +79,18 @@ options:
     description:
       - V(start) runs the probes of O(gather) and returns C(xuanwu_facts).
       - V(end) reads only what is compared with the start of the run (the InfiniBand error counters, probe
-        C(ib_counters_end): one C(grep) over sysfs, no tool) and returns C(xuanwu_facts_end)
+        C(ib_counters_end), one C(grep) over sysfs, no tool) and returns C(xuanwu_facts_end)
         (C(schema_version), C(source), C(probes), C(infiniband.counters)); validate.yml runs it after the
         collectives and workloads, when they ran, and judges the growth with
         M(xuanwu.cluster.workload_check) kind C(link_counters). With O(replay_dir) the bundle's
-        C(ib_counters_end) entry is read (absent: status C(skipped)).
+        C(ib_counters_end) entry is read (when absent, its status is C(skipped)).
     type: str
     choices: [start, end]
     default: start
   process_patterns:
     description:
       - Regular expressions (Python syntax, searched in the full command line) of the processes of C(ps)
-        kept in the facts (C(host.processes.matched)): the processes of a distributed job. Only those are
+        kept in the facts (C(host.processes.matched)), the processes of a distributed job. Only those are
         kept, never the whole process list.
       - Defaults to the profile schema's default C(host.leftover_process_patterns) (torchrun,
         torch.distributed launchers, mpirun/orted, nccl-tests C(*_perf), deepspeed).
@@ -146,7 +146,7 @@ ansible_facts:
     xuanwu_facts_end:
       description:
         - The end-of-run read (O(stage=end)) with the keys C(schema_version), C(source), C(probes) and
-          C(infiniband.counters) (C({ca: {port: {counter: value}}}), null when not read).
+          C(infiniband.counters) (counter values by CA and port, null when not read).
       type: dict
       returned: when O(stage=end)
       sample:

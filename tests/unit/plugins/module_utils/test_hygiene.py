@@ -36,9 +36,11 @@ def facts_of(state, patterns=None, listening=None):
     return _probe.assemble(parsed, statuses, process_patterns=patterns)
 
 
+HYGIENE = ('gpu.process', 'gpu.compute', 'host.leftover', 'host.port')
+
+
 def hygiene(findings):
-    return sorted((f['check'], f['component']) for f in findings if f['check'].startswith(('gpu.process', 'gpu.compute',
-                                                                                              'host.leftover', 'host.port')))
+    return sorted((f['check'], f['component']) for f in findings if f['check'].startswith(HYGIENE))
 
 
 def test_idle_capture_has_no_finding():

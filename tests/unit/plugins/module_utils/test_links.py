@@ -76,8 +76,8 @@ def test_counter_reset_between_reads_counts_the_new_value():
 def test_run_summary_lists_the_growth():
     summary = _workloads.summarise_run('link_counters', {
         'before': before(), 'after': after('ib_counters_8x_after_load_mlx5_3_link_downed.txt'), 'component': 'ib'})
-    assert summary['counter_growth']['mlx5_3/1'] == {'link_downed': 2, 'link_error_recovery': 1, 'symbol_error': 57,
-                                                    'port_rcv_errors': 0}
+    want = {'link_downed': 2, 'link_error_recovery': 1, 'symbol_error': 57, 'port_rcv_errors': 0}
+    assert summary['counter_growth']['mlx5_3/1'] == want
     assert summary['counter_growth']['mlx5_0/1']['link_downed'] == 0
 
 
