@@ -245,3 +245,17 @@ def test_ib_counters_read_again_after_the_load(tmp_path):
     assert report['hosts']['flaky']['status'] == 'fail' and report['hosts']['steady']['status'] == 'pass'
     assert rc == 2
     assert '[workload.ib_counter_growth] mlx5_3/1' in out
+
+
+def test_the_jobs_ports_must_be_free(tmp_path):
+    """The rendezvous port and the port of NCCL_COMM_ID join the profile's ports: on the healthy demo node
+    sshd holds 22 and nv-hostengine 5555, so a job configured for those ports fails there, naming the owners."""
+    inv = write_inventory(tmp_path, {'node': {'xuanwu_replay_dir': BUNDLE}})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports,
+                       '-e', '{"xuanwu_torch_master_port": 22, "xuanwu_nccl_env": {"NCCL_COMM_ID": "head:5555"}}')
+    _folder, report = the_report(reports)
+    ports = dict((f['component'], f['message']) for f in report['hosts']['node']['findings'] if f['check'] == 'host.port_in_use')
+    assert sorted(ports) == ['port 22/tcp', 'port 5555/tcp'], out[-3000:]
+    assert 'sshd (pid 1204)' in ports['port 22/tcp'] and 'nv-hostengine (pid 2087)' in ports['port 5555/tcp']
+    assert rc == 2
