@@ -9,7 +9,9 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _hygiene
 
 CONSISTENCY_KEYS = ('software.driver_version', 'software.nccl_version', 'software.cuda_toolkit_version', 'host.kernel.release')
 
@@ -33,7 +35,7 @@ def _peer_facts(task_vars, host, profile_path):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('facts', 'profile', 'fail_on', 'consistency'))
+    _VALID_ARGS = frozenset(('facts', 'profile', 'fail_on', 'consistency', 'job_ports', 'job_env', 'job_mpirun_args'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -43,6 +45,9 @@ class ActionModule(ActionBase):
             profile=dict(type='dict'),
             fail_on=dict(type='str', default='fail', choices=['fail', 'warn']),
             consistency=dict(type='bool', default=True),
+            job_ports=dict(type='list', elements='raw', default=[]),
+            job_env=dict(type='dict', default={}),
+            job_mpirun_args=dict(type='list', elements='str', default=[]),
         ))
         host = task_vars.get('inventory_hostname')
         facts = args['facts'] if args['facts'] is not None else self._templar.template(task_vars.get('xuanwu_facts'))
@@ -52,7 +57,14 @@ class ActionModule(ActionBase):
             result['msg'] = 'node_check needs facts (xuanwu.cluster.node_probe) and a resolved profile (xuanwu.cluster.node_profile)'
             return result
 
-        findings = _checks.evaluate(facts, profile, host)
+        ports = _hygiene.job_ports(env=args['job_env'], mpirun_args=args['job_mpirun_args'], extra=args['job_ports'])
+        profile = _hygiene.with_job_ports(profile, ports)
+        try:
+            findings = _checks.evaluate(facts, profile, host)
+        except ProfileError as err:
+            result['failed'] = True
+            result['msg'] = str(err)
+            return result
         if args['consistency']:
             peers = _peer_facts(task_vars, host, task_vars.get('xuanwu_profile_path'))
             if len(peers) > 1:

@@ -24,6 +24,7 @@ import string
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
     PCIE_LINK_RANK, validate_profile,
 )
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _hygiene, _links
 
 
 def _c(title, kind, severity, compares, remediation):
@@ -266,6 +267,36 @@ CHECKS = {
         'Port already in use', 'port <n>/<proto>', 'fail', 'nothing listens on the ports of host.ports_must_be_free',
         'Find the owner with `ss -lntup | grep :{port}` and stop it (a stale training job or rendezvous store), or change '
         'the job\'s MASTER_PORT.'),
+    # --- link flaps (field guide 8) ---------------------------------------------------------
+    'network.link_flaps': _c(
+        'Interface link flaps', '<interface>', 'fail',
+        'link down events of the interface in the kernel log since boot <= host.link_flaps.down_events_max',
+        'The link of {interface} went down and came back (network jitter stalls collectives and makes NCCL time out): '
+        'read the lines with `journalctl -k | grep {interface}`, check the cable/transceiver (`ethtool -m {interface}`, '
+        '`mlxlink -d <device> -c` on ConnectX), the switch port\'s flap log and error counters, and `ethtool -S {interface} '
+        '| grep -i -e err -e down`; replace the cable or optic, move to another switch port, update the NIC firmware. '
+        'After the fix the count restarts only at the next boot: raise down_events_max for this host until then.'),
+    # --- hygiene before a job (field guide 7.5) ---------------------------------------------
+    'gpu.compute_mode': _c(
+        'GPU compute mode', 'gpu<N>', 'fail', 'devices[].compute_mode is one of gpu.compute_modes',
+        'Set the GPU back to the shared mode: `nvidia-smi -i {index} -c DEFAULT` (as root; it lasts until the driver '
+        'reloads, so also fix what set it: a boot script, the scheduler\'s GPU plugin). Exclusive_Process lets one process '
+        'use the GPU, so a multi-process job fails with "CUDA-capable device(s) is/are busy or unavailable"; Prohibited lets '
+        'none. If the site runs one process per GPU on purpose, list the mode in gpu.compute_modes.'),
+    'gpu.process': _c(
+        'GPU in use before the job', 'gpu<N>', 'fail',
+        'nvidia-smi -q -x lists no process on the GPU (gpu.idle_required), outside gpu.idle_ignore_processes',
+        'A process still holds the GPU (memory and compute): look at it with `ps -o pid,ppid,user,etimes,args -p {pid}` and '
+        '`nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory --format=csv`; stop it (`kill {pid}`, '
+        'then `kill -9 {pid}`) once its owner agrees, or drain the node in the scheduler until it ends. A monitoring agent '
+        'that must stay goes into gpu.idle_ignore_processes.'),
+    'host.leftover_process': _c(
+        'Process of an earlier job still running', 'pid <N>', 'fail',
+        'no process of ps matches host.leftover_process_patterns',
+        'A distributed-job process (launcher, MPI daemon, benchmark) outlived its job: check it with '
+        '`ps -o pid,ppid,user,etimes,args -p {pid}` and its children with `ps --ppid {pid} -o pid,args`, stop it with '
+        '`kill {pid}` (`pkill -P {pid}` for the children, then `kill -9`), and fix the job cleanup (scheduler epilog, '
+        'torchrun --max-restarts, mpirun timeouts) so the next job does not inherit its ports and GPUs.'),
     'host.pcie_acs': _c(
         'PCIe ACS enabled', 'pcie acs', 'fail', 'no PCIe bridge has ACS source validation/redirection enabled',
         'Disable ACS in the BIOS (or at boot with `setpci -s <bridge> ECAP_ACS+0x6.w=0000` for every bridge listed) so '
@@ -310,10 +341,11 @@ DEFAULT_GROUP_KEYS = ('software.driver_version', 'software.nccl_version', 'softw
 # Which profile sections each probe feeds (docs/capture-format.md); per-interface probes by prefix.
 PROBE_SECTIONS = {
     'nvidia_query_gpu': ('gpu', 'software'), 'nvidia_smi_xml': ('gpu', 'software'), 'nvidia_topo': ('gpu',),
-    'nvidia_nvlink': ('gpu',), 'nvidia_proc_version': ('gpu', 'software'), 'kernel_log': ('gpu',), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
+    'nvidia_nvlink': ('gpu',), 'nvidia_proc_version': ('gpu', 'software'), 'kernel_log': ('gpu', 'host'), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
     'ip_link': ('network',), 'ethtool': ('network',), 'ethtool_driver': ('network',), 'roce_ecn': ('network',),
     'roce_pfc': ('network',), 'os_release': ('host',), 'uname': ('host',), 'kernel_modules': ('host',),
     'chrony': ('host',), 'listening': ('host',), 'disks': ('host',), 'memlock': ('host',), 'lspci': ('host',),
+    'processes': ('host',),
     'nvcc': ('software',), 'nccl_version': ('software',),
 }
 
@@ -925,7 +957,10 @@ def _check_infiniband(run):
                 over = []
                 for cname in sorted(want['counters_max']):
                     value = _num(counters.get(cname))
-                    if value is not None and value > want['counters_max'][cname]:
+                    if value is None:
+                        run.not_measured(comp, 'counter %s' % cname, 'cat /sys/class/infiniband/%s/ports/%s/counters/%s'
+                                         % (ca, port, cname))
+                    elif value > want['counters_max'][cname]:
                         over.append('%s=%d (max %d)' % (cname, value, want['counters_max'][cname]))
                 if over:
                     run.add('ib.port_counters', comp, ', '.join(over), 'counters within counters_max',
@@ -1173,8 +1208,25 @@ def _check_ports(run, want, host):
         users = [e for e in listening if isinstance(e, dict) and str(e.get('port')) == number
                  and str(e.get('proto') or 'tcp').lower().startswith(proto)]
         if users:
-            who = ', '.join('%s on %s' % (e.get('process') or 'unknown process', e.get('address')) for e in users)
+            who = _hygiene.port_users(users, host)
             run.add('host.port_in_use', 'port %s' % spec, who, 'free', 'port %s is in use by %s' % (spec, who), port=number)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hygiene before a job: _hygiene.py.
+
+def _check_hygiene(run):
+    gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
+    devices = [d for d in (gpu.get('devices') or []) if isinstance(d, dict)]
+    gpu_want = run.profile.get('gpu')
+    if gpu_want and devices:
+        _hygiene.check_gpu_usage(run, gpu_want, devices)
+    host_want = run.profile.get('host')
+    if host_want:
+        host = run.facts.get('host') if isinstance(run.facts.get('host'), dict) else {}
+        _hygiene.check_leftover_processes(run, host_want, host, devices)
+        network = run.facts.get('network') if isinstance(run.facts.get('network'), dict) else {}
+        _links.check_link_flaps(run, host_want, network)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1265,6 +1317,7 @@ def evaluate(facts, profile, host):
     _check_infiniband(run)
     _check_network(run)
     _check_host(run)
+    _check_hygiene(run)
     _check_software(run)
     return apply_overrides(run.findings, profile.get('checks'))
 

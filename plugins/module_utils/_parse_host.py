@@ -12,6 +12,7 @@
 * :func:`parse_ulimit_memlock` - ``ulimit -l``
 * :func:`parse_lspci_acs` - ``lspci -vvv`` (PCIe Access Control Services)
 * :func:`parse_nccl_version` - ``ncclGetVersion`` code or an NCCL version banner
+* :func:`parse_ps` - ``ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=`` (the process list)
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -599,3 +600,33 @@ def parse_nccl_version(text):
                 raise ParseError('nccl version', 'version code out of range: %r' % value, text)
             return '%d.%d.%d' % (major, minor, patch)
     raise ParseError('nccl version', 'no NCCL version found', text)
+
+
+# ---------------------------------------------------------------------------------------------
+# ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=
+
+_PS_HEADER_RE = re.compile(r'^PID\s+PPID\s+USER\s+ELAPSED\s+(?:COMMAND|CMD)\s*$')
+_PS_ROW_RE = re.compile(r'^([0-9]+)\s+([0-9]+)\s+(\S+)\s+([0-9]+)(?:\s(.*))?$')
+
+
+def parse_ps(text):
+    """Parse ``ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=`` (a header line is skipped).
+
+    Returns ``[{pid, ppid, user, etimes, args}]`` in output order, ``etimes`` the seconds since the
+    process started, ``args`` the full command line. Kernel threads (a bracketed name whose parent
+    is kthreadd, pid 2, or the scheduler, pid 0) are left out. Empty output is ``[]``.
+    """
+    rows = []
+    for raw in _nonblank(text, 'ps'):
+        line = raw.strip()
+        if _PS_HEADER_RE.match(line):
+            continue
+        match = _PS_ROW_RE.match(line)
+        if not match:
+            raise ParseError('ps', 'not a "pid ppid user etimes args" line: %r' % line[:100], text)
+        pid, ppid, user, etimes, args = match.groups()
+        args = (args or '').strip()
+        if int(ppid) in (0, 2) and args.startswith('[') and args.endswith(']'):
+            continue
+        rows.append({'pid': int(pid), 'ppid': int(ppid), 'user': user, 'etimes': int(etimes), 'args': args})
+    return rows

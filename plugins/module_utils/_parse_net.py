@@ -9,6 +9,7 @@
 * :func:`parse_roce_ecn` - ``grep -H . /sys/class/net/IF/ecn/roce_{np,rp}/enable/*`` (mlx5)
 * :func:`parse_dcb_pfc` - ``dcb -j pfc show dev IF`` (iproute2 JSON)
 * :func:`parse_mlnx_qos` - ``mlnx_qos -i IF`` (MLNX_OFED / DOCA)
+* :func:`parse_link_events` - link up/down events in the kernel log (``journalctl -k``, ``dmesg``)
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -429,3 +430,75 @@ def parse_mlnx_qos(text):
         'buffer': buffers,
         'tc': tcs,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Link events in the kernel log (journalctl -k -o short-iso or dmesg)
+
+_IFNAME = r'[A-Za-z][A-Za-z0-9_.@-]*'
+# (regex, state) in the order they are tried; each names the interface ``ifname`` or a PCI ``pci``.
+_LINK_EVENTS = (
+    # Intel igb/igc/ixgbe/i40e/ice/e1000e: "igc 0000:05:00.0 eth5: NIC Link is Down",
+    # "igb 0000:00:14.0 eth0: igb: eth0 NIC Link is Up 1000 Mbps ...", "e1000e: eth0 NIC Link is Down"
+    (re.compile(r'(?:^|\s)(?P<ifname>' + _IFNAME + r'):?\s+NIC Link is (?P<state>Up|Down)\b'), None),
+    # mlx5e / mlxsw ("<pci> ens1f0np0: Link down", "swp1: link up"), phylink ("lan: Link is Down"), r8125 ("eth2: link down")
+    (re.compile(r'(?:^|\s)(?P<ifname>' + _IFNAME + r'): [Ll]ink (?:is )?(?P<state>[Uu]p|[Dd]own)\b'), None),
+    # bonding: "bond0: link status definitely down for interface eno50, disabling it"
+    (re.compile(r'link status (?:definitely )?(?P<state>down|up) for interface (?P<ifname>' + _IFNAME + r')'), None),
+    # carrier: "ib0: carrier lost", "eno2: Lost carrier"
+    (re.compile(r'(?:^|\s)(?P<ifname>' + _IFNAME + r'): (?:[Cc]arrier lost|[Ll]ost carrier)\b'), 'down'),
+    # mlx5 cable / module: "mlx5_core 0004:01:00.0: Port module event: module 0, Cable unplugged"
+    (re.compile(r'(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): Port module event(?:\[error\])?: '
+                r'module \d+, Cable (?P<state>plugged|unplugged|error)'), None),
+)
+# Words before ": link down" that are not network interfaces (SATA, PCIe hot-plug, USB).
+_NOT_IFACES = re.compile(r'^(?:ata\d+(?:\.\d+)?|usb\d*|Slot|pcieport|SATA|ADDRCONF)$')
+LINK_EVENT_LINES_KEPT = 5
+
+
+def _link_state(state):
+    state = state.lower()
+    return 'up' if state in ('up', 'plugged') else 'down'
+
+
+def parse_link_events(text):
+    """Find link state changes of network interfaces in kernel log text.
+
+    Returns ``{name: {down, up, last, lines}}``: ``down``/``up`` count the events in the log
+    (``journalctl -k -b``: since boot), ``last`` is the state of the latest event, ``lines`` the last
+    LINK_EVENT_LINES_KEPT event lines. ``name`` is the interface, or ``pci:<address>`` for an mlx5
+    module (cable) event, which names no interface. Events recognised: ``NIC Link is Up/Down``
+    (Intel drivers), ``<if>: Link up/down`` and ``Link is Up/Down`` (mlx5e, mlxsw, phylink, r8125),
+    bonding's ``link status (definitely) down/up for interface <if>``, ``<if>: carrier lost`` /
+    ``Lost carrier`` and mlx5 ``Port module event ... Cable plugged/unplugged/error``. Other lines are
+    ignored: log text is free-form, so no text is an error (bytes are decoded leniently).
+    """
+    if text is None:
+        return {}
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    if not isinstance(text, str):
+        raise ParseError('kernel log', 'expected text, got %s' % type(text).__name__, text)
+    events = {}
+    for raw in text.splitlines():
+        low = raw.lower()
+        if 'link' not in low and 'carrier' not in low and 'cable' not in low:
+            continue
+        for regex, fixed in _LINK_EVENTS:
+            match = regex.search(raw)
+            if not match:
+                continue
+            groups = match.groupdict()
+            if groups.get('pci'):
+                name = 'pci:%s' % groups['pci'].lower()
+            elif _NOT_IFACES.match(groups['ifname']):
+                break
+            else:
+                name = groups['ifname']
+            state = fixed or _link_state(groups['state'])
+            entry = events.setdefault(name, {'down': 0, 'up': 0, 'last': None, 'lines': []})
+            entry[state] += 1
+            entry['last'] = state
+            entry['lines'] = (entry['lines'] + [raw.strip()])[-LINK_EVENT_LINES_KEPT:]
+            break
+    return events

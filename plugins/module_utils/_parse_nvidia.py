@@ -397,6 +397,11 @@ def parse_smi_xml(text):
     ``pending_blacklist``) -> pending. Clock event reasons are read from ``<clocks_event_reasons>``
     (R535+) or ``<clocks_throttle_reasons>`` (older); ``gpu_idle``, ``applications_clocks_setting``
     and ``display_clocks_setting`` are normal states and left out.
+
+    Who uses the GPU: ``compute_mode`` (``Default``, ``Exclusive_Process``, ``Prohibited``, ...) and
+    ``processes``: ``[{pid, type, name, used_memory_mib}]`` from ``<processes>`` (``[]`` when the
+    element is empty, ``None`` when the XML has no such element), the same rows as
+    ``nvidia-smi --query-compute-apps`` (plus graphics processes, type ``G``).
     """
     source = _XML_SOURCE
     text = _text(source, text)
@@ -469,13 +474,15 @@ def _gpu_details(gpu, bus_id):
         'remapped_rows': part(_remapped_rows, gpu, None),
         'clocks_event_reasons_active': part(_clock_reasons, gpu, None),
     }
+    usage = part(_gpu_usage, gpu, None)
+    details.update(usage or {'compute_mode': None, 'processes': None})
     if problems:
         details[SECTION_ERROR_KEY] = section_error('gpu %s' % bus_id, '; '.join(err.reason for err in problems)[:300],
                                                    '\n'.join(err.reason for err in problems))
     return details
 
 
-_MERGED_KEYS = ('ecc_errors', 'retired_pages', 'remapped_rows', 'clocks_event_reasons_active')
+_MERGED_KEYS = ('ecc_errors', 'retired_pages', 'remapped_rows', 'clocks_event_reasons_active', 'compute_mode', 'processes')
 
 
 @_guarded('merge_gpu_details')
@@ -833,3 +840,26 @@ def parse_nvcc_version(text):
     if not match:
         raise ParseError(source, 'no "Cuda compilation tools, release X.Y" line', text)
     return match.group(1)
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi -q -x: who uses the GPU
+# --------------------------------------------------------------------------------------------
+
+def _gpu_usage(gpu, text):
+    """``compute_mode`` and ``processes`` of one ``<gpu>`` element (see parse_smi_xml)."""
+    mode = _child_text(gpu, 'compute_mode')
+    block = gpu.find('processes')
+    processes = None
+    if block is not None:
+        processes = []
+        for info in block.findall('process_info'):
+            name = _child_text(info, 'process_name')
+            kind = _child_text(info, 'type')
+            processes.append({
+                'pid': _xml_int(_child_text(info, 'pid'), 'process pid', text),
+                'type': None if _is_na(kind) else kind,
+                'name': None if _is_na(name) else name,
+                'used_memory_mib': _xml_int(_child_text(info, 'used_memory'), 'process used_memory', text),
+            })
+    return {'compute_mode': None if _is_na(mode) else mode, 'processes': processes}

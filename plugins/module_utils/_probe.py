@@ -21,12 +21,20 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
 BUNDLE_FORMAT_VERSION = 1
 MANIFEST = 'manifest.json'
 
 GROUPS = ('host', 'gpu', 'xid', 'infiniband', 'network', 'software')
+
+# The process list: pid, parent, user, seconds running, full command line.
+PS_FORMAT = 'pid=,ppid=,user:32=,etimes=,args='
+IB_COUNTER_GLOBS = ('/sys/class/infiniband/*/ports/*/counters/*',)
+
+# At most this many job processes (host.processes.matched) are kept in the facts.
+MATCHED_PROCESSES_MAX = 50
 
 # Interfaces that are never a data or management NIC of a node.
 VIRTUAL_IFACE_PATTERNS = ('lo', 'docker*', 'veth*', 'virbr*', 'podman*', 'cni*', 'flannel*', 'cali*', 'vxlan*',
@@ -86,6 +94,7 @@ def base_probes(disk_paths=('/',)):
         Probe('disks', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))]),
         Probe('memlock', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
         Probe('lspci', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
+        Probe('processes', 'host', [A(host_p.parse_ps, argv=['ps', '-e', '-ww', '-o', PS_FORMAT])]),
         Probe('nvidia_query_gpu', 'gpu', [A(nv_p.parse_query_gpu, argv=query.split(' '))]),
         Probe('nvidia_smi_xml', 'gpu', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
         Probe('nvidia_topo', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
@@ -94,12 +103,22 @@ def base_probes(disk_paths=('/',)):
         Probe('kernel_log', 'xid', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
                                     A(nv_p.parse_xid_events, argv=['dmesg'])]),
         Probe('ibstat', 'infiniband', [A(ib_p.parse_ibstat, argv=['ibstat'])]),
-        Probe('ib_counters', 'infiniband', [A(ib_p.parse_ib_counters, globs=['/sys/class/infiniband/*/ports/*/counters/*'])]),
+        Probe('ib_counters', 'infiniband', [A(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))]),
         Probe('ip_link', 'network', [A(net_p.parse_ip_link, argv=['ip', '-j', '-d', 'link', 'show'])]),
         Probe('nvcc', 'software', [A(nv_p.parse_nvcc_version, argv=['nvcc', '--version']),
                                    A(nv_p.parse_nvcc_version, argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
         Probe('nccl_version', 'software', [A(host_p.parse_nccl_version, internal='nccl_version')]),
     ]
+
+
+def end_probes():
+    """The probes read again at the end of a validation run (``stage: end``): the InfiniBand error
+    counters, whose growth during the load the workload_check kind ``link_counters`` judges."""
+    return [Probe('ib_counters_end', 'infiniband', [Alternative(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))])]
+
+
+# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events.
+DERIVED_PARSERS = {'kernel_log': (('link_events', net_p.parse_link_events),)}
 
 
 def interface_probes(ifname, rdma=True):
@@ -303,12 +322,13 @@ def validate_manifest(manifest, path):
 # ---------------------------------------------------------------------------------------------
 # Collection and assembly.
 
-def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None):
+def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, stage='start'):
     """Run every probe of the selected groups through ``runner``.
 
     Returns ``(parsed, statuses)``: ``parsed`` maps probe key to parser output (only for probes
     whose output parsed), ``statuses`` maps probe key to the status record of docs/facts.md.
-    ``capture``, when given, is called with ``(probe, output)`` for every probe that ran.
+    ``capture``, when given, is called with ``(probe, output)`` for every probe that ran. ``stage``
+    ``end`` runs only the end_probes.
     """
     groups = set(groups)
     parsed = {}
@@ -334,11 +354,16 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
         elif out.status in ('missing', 'skipped'):
             record['error'] = (out.stderr or '').strip()[:400] or None
         statuses[probe.key] = record
+        for key, parser in DERIVED_PARSERS.get(probe.key, ()) if record['status'] == 'ok' else ():
+            try:
+                parsed[key] = parser(out.stdout)
+            except ParseError:
+                continue
 
-    for probe in base_probes(disk_paths):
+    for probe in base_probes(disk_paths) if stage == 'start' else end_probes():
         if probe.group in groups:
             one(probe)
-    if 'network' in groups:
+    if 'network' in groups and stage == 'start':
         links = parsed.get('ip_link') or {}
         if isinstance(runner, ReplayRunner):
             names = sorted(set(k.split(':', 1)[1] for k in runner.keys() if ':' in k))
@@ -353,8 +378,12 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
     return parsed, statuses
 
 
-def assemble(parsed, statuses, source='live', disk_paths=('/',)):
-    """Build the facts dictionary of docs/facts.md from parsed probe outputs."""
+def assemble(parsed, statuses, source='live', disk_paths=('/',), process_patterns=None):
+    """Build the facts dictionary of docs/facts.md from parsed probe outputs.
+
+    ``process_patterns`` (regular expressions, default: the profile schema's default
+    ``host.leftover_process_patterns``) select the processes of ``ps`` kept in ``host.processes``.
+    """
     facts = {
         'schema_version': FACTS_SCHEMA_VERSION,
         'source': source,
@@ -370,6 +399,9 @@ def assemble(parsed, statuses, source='live', disk_paths=('/',)):
         'cuda_toolkit_version': parsed.get('nvcc'),
         'nccl_version': parsed.get('nccl_version'),
     }
+    _process_facts(parsed, facts, process_patterns)
+    if 'link_events' in parsed:
+        facts['network']['link_events'] = parsed['link_events']
     return facts
 
 
@@ -474,12 +506,51 @@ def _host_facts(parsed, statuses, disk_paths):
     return host
 
 
-def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None):
-    """Run the probes and return the facts dictionary."""
+def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, process_patterns=None, stage='start'):
+    """Run the probes and return the facts dictionary (``stage`` end: the end-of-run facts of probe_end)."""
     disk_paths = tuple(disk_paths) or ('/',)
-    parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture)
+    parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture,
+                                  stage=stage)
     source = 'replay' if isinstance(runner, ReplayRunner) else 'live'
-    return assemble(parsed, statuses, source=source, disk_paths=disk_paths)
+    if stage == 'end':
+        return {'schema_version': FACTS_SCHEMA_VERSION, 'source': source, 'probes': statuses,
+                'infiniband': {'counters': parsed.get('ib_counters_end')}}
+    return assemble(parsed, statuses, source=source, disk_paths=disk_paths, process_patterns=process_patterns)
+
+
+def _process_facts(parsed, facts, patterns):
+    """``host.processes`` (the job processes of ``ps``) and the command lines of the GPU processes.
+
+    Only processes whose command line matches one of ``patterns`` are kept (at most
+    MATCHED_PROCESSES_MAX), never the whole list: command lines can be long and carry secrets.
+    """
+    rows = parsed.get('processes')
+    if rows is None:
+        return
+    if patterns is None:
+        patterns = DEFAULT_LEFTOVER_PATTERNS
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append((pattern, re.compile(pattern)))
+        except re.error:
+            continue
+    by_pid = dict((row['pid'], row) for row in rows)
+    matched = []
+    for row in rows:
+        hit = next((pattern for pattern, regex in compiled if regex.search(row['args'])), None)
+        if hit is not None:
+            matched.append(dict(row, pattern=hit))
+    facts['host']['processes'] = {'count': len(rows), 'patterns': [p for p, _r in compiled],
+                                  'matched': matched[:MATCHED_PROCESSES_MAX], 'matched_total': len(matched)}
+    for device in facts['gpu'].get('devices') or []:
+        for proc in device.get('processes') or []:
+            row = by_pid.get(proc.get('pid'))
+            if row is not None:
+                proc.update(command=row['args'], user=row['user'], etimes=row['etimes'], ppid=row['ppid'])
+                parent = by_pid.get(row['ppid'])
+                if parent is not None:
+                    proc['parent_command'] = parent['args']
 
 
 # ---------------------------------------------------------------------------------------------

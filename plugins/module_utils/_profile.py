@@ -85,6 +85,29 @@ def _link(description, **kw):
     return spec
 
 
+# nvidia-smi compute modes (nvidia-smi -q -x <compute_mode>, --query-gpu=compute_mode).
+COMPUTE_MODES = ('Default', 'Exclusive_Thread', 'Exclusive_Process', 'Prohibited')
+
+# Processes of a distributed job (torchrun, torch.distributed launchers, MPI launchers and daemons,
+# nccl-tests binaries, DeepSpeed): one still running before a job is a leftover (field guide 7.5).
+DEFAULT_LEFTOVER_PATTERNS = [
+    r'(^|[\s/])torchrun(\s|$)',
+    r'-m\s+torch\.distributed\.(run|launch)(\s|$)',
+    r'(^|[\s/])(mpirun|mpiexec|orterun|orted|prterun|prted|hydra_pmi_proxy)(\s|$)',
+    r'(^|/)[a-z_]+_perf(_mpi)?(\s|$)',
+    r'(^|[\s/])deepspeed(\s|$)',
+]
+
+
+# InfiniBand error counters that must not grow while the load runs (a link that went down, retrained or
+# took bit errors under traffic). symbol_error may tick under load on a healthy HDR/NDR link (FEC corrects).
+DEFAULT_COUNTERS_GROWTH_MAX = {'link_downed': 0, 'link_error_recovery': 0, 'symbol_error': 10}
+
+# Interfaces whose link flaps say nothing about the node: containers, bridges, tunnels.
+LINK_FLAPS_IGNORE = ('lo', 'docker*', 'veth*', 'virbr*', 'podman*', 'cni*', 'flannel*', 'cali*', 'vxlan*', 'br-*', 'tun*',
+                     'tap*', 'kube-*', 'cilium*', 'weave*')
+
+
 _XID_ENTRY = {
     'type': 'dict', 'description': 'One Xid code.',
     'keys': {
@@ -203,6 +226,15 @@ SCHEMA = {
                     },
                     'check': 'xid_lists',
                 },
+                'compute_modes': {'type': 'list', 'default': ['Default'], 'min_items': 1,
+                                  'elements': {'type': 'str', 'choices': list(COMPUTE_MODES)},
+                                  'description': 'Compute modes a GPU may be in before a job (nvidia-smi -q -x <compute_mode>); '
+                                                 'Exclusive_Process lets one process use the GPU, Prohibited none.'},
+                'idle_required': {'type': 'bool', 'default': True,
+                                  'description': 'No process may hold a GPU before a job (nvidia-smi -q -x <processes>).'},
+                'idle_ignore_processes': {'type': 'list', 'default': [], 'elements': {'type': 'str'},
+                                          'description': 'Globs of process names or command lines that may hold a GPU '
+                                                         '(a monitoring agent).'},
             },
         },
         'infiniband': {
@@ -221,6 +253,12 @@ SCHEMA = {
                 'counters_max': {'type': 'map', 'default': {}, 'description': 'Warn when a port error counter exceeds this.',
                                  'key': {'type': 'str', 'description': 'sysfs counter name'},
                                  'values': {'type': 'int', 'min': 0}},
+                'counters_growth_max': {
+                    'type': 'map', 'default': DEFAULT_COUNTERS_GROWTH_MAX,
+                    'description': 'Fail when a port error counter grew by more than this while the collectives and workloads '
+                                   'ran (read again at the end of validate.yml; see docs/checks.md, link_counters). {} turns it off.',
+                    'key': {'type': 'str', 'description': 'sysfs counter name'},
+                    'values': {'type': 'int', 'min': 0}},
             },
         },
         'network': {
@@ -278,6 +316,23 @@ SCHEMA = {
                 },
                 'ports_must_be_free': {'type': 'list', 'default': [], 'elements': {'type': 'port'},
                                        'description': 'Ports nothing may listen on: 29500 (tcp) or "5353/udp".'},
+                'leftover_process_patterns': {
+                    'type': 'list', 'default': DEFAULT_LEFTOVER_PATTERNS, 'elements': {'type': 'str', 'check': 'regex'},
+                    'description': 'Regular expressions (Python, searched in the full command line of `ps`) of processes that '
+                                   'belong to a distributed job; one still running before a job is a leftover. [] turns the '
+                                   'check off.'},
+                'link_flaps': {
+                    'type': 'dict', 'default': {},
+                    'description': 'Link down events of network interfaces (Ethernet, RoCE, IPoIB) in the kernel log since boot '
+                                   '(network.link_flaps); kept under host because every profile has that section.',
+                    'keys': {
+                        'down_events_max': {'type': 'int', 'min': 0, 'default': 1,
+                                            'description': 'Fail an interface that went down more often than this since boot; '
+                                                           'null turns the check off.'},
+                        'ignore': {'type': 'list', 'default': list(LINK_FLAPS_IGNORE), 'elements': {'type': 'str'},
+                                   'description': 'Globs of interfaces whose link events are ignored (containers, bridges).'},
+                    },
+                },
                 'pcie_acs_must_be_disabled': {'type': 'bool', 'default': False,
                                               'description': 'No PCIe bridge may have ACS redirection enabled (GPUDirect P2P/RDMA).'},
                 'os': {
@@ -598,7 +653,15 @@ def _check_ids(ctx, key, value):
         _check_one_id(ctx, '%s[%d]' % (key, i), pattern)
 
 
+def _check_regex(ctx, key, value):
+    try:
+        re.compile(value)
+    except re.error as err:
+        ctx.error(key, '%r is not a regular expression: %s' % (value, err))
+
+
 _EXTRA_CHECKS = {
+    'regex': _check_regex,
     'xid_lists': _check_xid_lists,
     'curve_sorted': _check_curve_sorted,
     'check_ids': _check_ids,

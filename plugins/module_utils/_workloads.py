@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _links
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
@@ -78,6 +78,23 @@ WORKLOAD_CHECKS = {
                        'stack); new ECC/Xid errors under load mean a failing GPU: drain the node, run dcgmi diag -r 3, and '
                        'RMA the GPU if errors repeat.'},
 }
+
+
+WORKLOAD_CHECKS.update({
+    'workload.ib_counter_growth': {
+        'title': 'InfiniBand error counters grew under load', 'default_severity': 'fail',
+        'remediation': 'A port whose link_downed / link_error_recovery / symbol_error counters grow while NCCL traffic runs '
+                       'has a marginal link (field guide 8, network jitter): check it with `mlxlink -d <ca> -p <port> -c` '
+                       '(BER, FEC, eye), reseat or replace the cable/transceiver, check the switch port (its error counters '
+                       'and flap log), update the HCA firmware; clear the counters with `perfquery -x -R` and rerun the '
+                       'collectives to confirm.'},
+    'workload.ib_counters_unread': {
+        'title': 'InfiniBand counter growth not measured', 'default_severity': 'warn',
+        'remediation': 'The counters were not read again after the load (probe failed, port gone, or a replayed bundle '
+                       'without an ib_counters_end entry): read them by hand with `grep -H . '
+                       '/sys/class/infiniband/*/ports/*/counters/{link_downed,link_error_recovery,symbol_error}` before and '
+                       'after a collectives run.'},
+})
 
 
 def _finding(host, check, component, measured, expected, message, severity=None):
@@ -297,6 +314,7 @@ EVALUATORS = {
     'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host),
     'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
     'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
+    'link_counters': lambda run, profile, host: _links.evaluate_counter_growth(run, profile, host, _finding),
 }
 
 
@@ -311,6 +329,9 @@ def summarise_run(kind, run):
     """The figures of a run worth keeping in the report (small: no raw output)."""
     keep = {'kind': kind, 'component': run.get('component'), 'exit_code': _rc(run), 'seconds': run.get('seconds'),
             'command': run.get('command'), 'timed_out': run.get('timed_out')}
+    if kind == 'link_counters':
+        keep['counter_growth'] = _links.summarise_growth(run, sorted(_links.GROWTH_SUMMARY))
+        return keep
     try:
         if kind == 'nccl_tests':
             parsed = parse_nccl_tests(run.get('stdout') or '')

@@ -39,6 +39,26 @@ options:
     description: Compare versions across the play's hosts that share the profile.
     type: bool
     default: true
+  job_ports:
+    description:
+      - Ports the job will listen on (the torchrun rendezvous / MASTER_PORT and any other), numbers or
+        C(PORT/tcp|udp); they are checked like the profile's C(host.ports_must_be_free).
+    type: list
+    elements: raw
+    default: []
+  job_env:
+    description:
+      - The job's environment; the ports in C(MASTER_PORT), C(NCCL_COMM_ID=host:port),
+        C(OMPI_MCA_oob_tcp_static_ipv4_ports) and C(OMPI_MCA_btl_tcp_port_min_v4) must be free too.
+    type: dict
+    default: {}
+  job_mpirun_args:
+    description:
+      - The job's mpirun arguments; the ports of C(--mca oob_tcp_static_ipv4_ports) and
+        C(--mca btl_tcp_port_min_v4) must be free too.
+    type: list
+    elements: str
+    default: []
 notes:
   - The consistency check needs every host's facts before any host is checked; use the default C(linear) strategy.
 '''

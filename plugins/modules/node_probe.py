@@ -15,8 +15,8 @@ version_added: 0.1.0
 description:
   - Runs the read-only probes of the selected groups on the node (C(nvidia-smi) query, XML, topology
     and NVLink status, kernel log Xid events, C(ibstat) and InfiniBand port counters, C(ip), C(ethtool),
-    RoCE ECN/PFC state, OS, kernel modules, chrony, listening ports, free disk, memlock limit, PCIe ACS,
-    CUDA toolkit and NCCL versions) and returns the parsed facts as C(xuanwu_facts).
+    RoCE ECN/PFC state, OS, kernel modules, chrony, listening ports, job processes (C(ps)), free disk,
+    memlock limit, PCIe ACS, CUDA toolkit and NCCL versions) and returns the parsed facts as C(xuanwu_facts).
   - A tool that is not installed is recorded as a fact (status C(missing)), never an error. Output that
     cannot be parsed is recorded with status C(parse_error), the parser's reason and an excerpt of what
     was read, so that the checks can report it.
@@ -75,6 +75,27 @@ options:
     type: list
     elements: str
     default: []
+  stage:
+    description:
+      - V(start) runs the probes of O(gather) and returns C(xuanwu_facts).
+      - V(end) reads only what is compared with the start of the run (the InfiniBand error counters, probe
+        C(ib_counters_end), one C(grep) over sysfs, no tool) and returns C(xuanwu_facts_end)
+        (C(schema_version), C(source), C(probes), C(infiniband.counters)); validate.yml runs it after the
+        collectives and workloads, when they ran, and judges the growth with
+        M(xuanwu.cluster.workload_check) kind C(link_counters). With O(replay_dir) the bundle's
+        C(ib_counters_end) entry is read (when absent, its status is C(skipped)).
+    type: str
+    choices: [start, end]
+    default: start
+  process_patterns:
+    description:
+      - Regular expressions (Python syntax, searched in the full command line) of the processes of C(ps)
+        kept in the facts (C(host.processes.matched)), the processes of a distributed job. Only those are
+        kept, never the whole process list.
+      - Defaults to the profile schema's default C(host.leftover_process_patterns) (torchrun,
+        torch.distributed launchers, mpirun/orted, nccl-tests C(*_perf), deepspeed).
+    type: list
+    elements: str
 seealso:
   - module: xuanwu.cluster.node_check
 notes:
@@ -88,6 +109,10 @@ EXAMPLES = r'''
 - name: Probe only the GPUs and the InfiniBand fabric
   xuanwu.cluster.node_probe:
     gather: [gpu, xid, infiniband]
+
+- name: Read the InfiniBand error counters again after a load (compare with workload_check kind link_counters)
+  xuanwu.cluster.node_probe:
+    stage: end
 
 - name: Save a support bundle while probing
   xuanwu.cluster.node_probe:
@@ -111,13 +136,25 @@ ansible_facts:
           C(probes) (status, command, rc, error and excerpt per probe), C(gpu), C(infiniband),
           C(network), C(host) and C(software).
       type: dict
-      returned: always
+      returned: when O(stage=start)
       sample:
         schema_version: 1
         source: live
         probes:
           nvidia_query_gpu: {status: ok, command: nvidia-smi --query-gpu=index,name --format=csv, rc: 0, error: null, excerpt: null}
         gpu: {vendor: nvidia, installed: true, count: 4, driver_version: 580.159.04}
+    xuanwu_facts_end:
+      description:
+        - The end-of-run read (O(stage=end)) with the keys C(schema_version), C(source), C(probes) and
+          C(infiniband.counters) (counter values by CA and port, null when not read).
+      type: dict
+      returned: when O(stage=end)
+      sample:
+        schema_version: 1
+        source: live
+        probes:
+          ib_counters_end: {status: ok, command: grep -H . /sys/class/infiniband/*/ports/*/counters/*, rc: 0, error: null, excerpt: null}
+        infiniband: {counters: {mlx5_0: {'1': {link_downed: 0, symbol_error: 0}}}}
 bundle:
   description: The capture bundle written (or that would be written in check mode).
   returned: when O(capture_dir) is set
@@ -125,6 +162,7 @@ bundle:
   sample: {directory: /var/tmp/xuanwu-bundle, files: [manifest.json, nvidia_query_gpu.txt]}
 '''
 
+import re
 import socket
 import time
 
@@ -144,6 +182,8 @@ def main():
             capture_dir=dict(type='path'),
             timeout=dict(type='int', default=60),
             nccl_library_globs=dict(type='list', elements='str', default=[]),
+            process_patterns=dict(type='list', elements='str'),
+            stage=dict(type='str', default='start', choices=['start', 'end']),
         ),
         mutually_exclusive=[('replay_dir', 'capture_dir')],
         supports_check_mode=True,
@@ -152,6 +192,11 @@ def main():
     groups = _probe.GROUPS if 'all' in p['gather'] else tuple(p['gather'])
     if p['timeout'] < 0:
         module.fail_json(msg='timeout must be 0 or more, got %d' % p['timeout'])
+    for pattern in p['process_patterns'] or []:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            module.fail_json(msg='process_patterns: %r is not a regular expression: %s' % (pattern, err))
 
     if p['replay_dir']:
         try:
@@ -170,11 +215,12 @@ def main():
 
     writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
     try:
-        facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer)
+        facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
+                             process_patterns=p['process_patterns'], stage=p['stage'])
     except _probe.BundleError as err:
         module.fail_json(msg=str(err))
 
-    result = dict(changed=False, ansible_facts=dict(xuanwu_facts=facts))
+    result = dict(changed=False, ansible_facts={'xuanwu_facts_end' if p['stage'] == 'end' else 'xuanwu_facts': facts})
     if writer is not None:
         meta = {'host': socket.gethostname(),
                 'captured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),

@@ -18,7 +18,10 @@ description:
     (C(xuanwu_profile_resolved)); C(nccl_tests) and C(torch_allreduce) against the C(collectives) bandwidth curves,
     C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section; C(task_error) records a stage whose
     task failed outright (O(run) holds C(task) and C(message)); C(not_measured) records a stage that was requested and
-    cannot measure anything (O(run) holds C(stage) and C(reason)).
+    cannot measure anything (O(run) holds C(stage) and C(reason)); C(link_counters) compares the InfiniBand error counters
+    of the probe (O(run) C(before), the host's C(xuanwu_facts.infiniband)) with those read after the load (C(after), the
+    C(xuanwu_facts_end) of M(xuanwu.cluster.node_probe) with C(stage=end)) against the profile's
+    C(infiniband.counters_growth_max).
   - A run that was skipped (check mode, no recorded output in a replayed bundle) is a C(workload.not_measured) finding
     (fail), since a requested measurement that was not made is never a pass.
   - A run whose bus bandwidth has no curve in the profile is kept in the report as not judged (C(not_judged) in its
@@ -33,7 +36,7 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [ddp_smoke, fault_isolation, nccl_tests, not_measured, soak, task_error, torch_allreduce]
+    choices: [ddp_smoke, fault_isolation, link_counters, nccl_tests, not_measured, soak, task_error, torch_allreduce]
   run:
     description: The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
       (or O(component)) naming the collective.

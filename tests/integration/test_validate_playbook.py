@@ -261,3 +261,50 @@ def test_a_node_whose_driver_differs_from_its_group_is_named(tmp_path):
     assert flagged['n3'][0]['measured'] == '570.133.20' and flagged['n3'][0]['expected'] == '580.159.04'
     assert flagged['n3'][0]['severity'] == 'fail'
     assert report['hosts']['n3']['status'] == 'fail'
+
+
+def test_ib_counters_read_again_after_the_load(tmp_path):
+    """validate.yml replays two counter reads per host (the probe's, and the bundle's ib_counters_end for the
+    read after the load): the host whose port went down under load fails on exactly that port; the other
+    passes; a bundle without the second read is not a pass for the growth (warn)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
+    make_bundles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_bundles)
+    corpus = make_bundles.load_corpus()
+    command = 'grep -H . /sys/class/infiniband/*/ports/*/counters/*'
+    hosts = {}
+    for host, end in (('flaky', 'ib_counters_8x_after_load_mlx5_3_link_downed.txt'),
+                      ('steady', 'ib_counters_8x_after_load_healthy.txt'), ('once', None)):
+        probes = make_bundles.resolve(corpus, base='h200x4-healthy')
+        if end:
+            probes['ib_counters_end'] = {'file': 'derived/ib/' + end, 'command': command}
+        make_bundles.write_bundle(probes, str(tmp_path / host), {'host': host})
+        hosts[host] = {'xuanwu_replay_dir': str(tmp_path / host)}
+    demo = yaml.safe_load(open(os.path.join(ROOT, 'inventories', 'demo', 'group_vars', 'all', 'profile.yml')))
+    inv = write_inventory(tmp_path, hosts, {'xuanwu_profile_overrides': demo['xuanwu_profile_overrides'],
+                                            'xuanwu_recheck_counters': True})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports)
+    _folder, report = the_report(reports)
+    found = dict((h, sorted((f['check'], f['component'], f['severity']) for f in e['findings'] if f['check'].startswith('workload.ib')))
+                 for h, e in report['hosts'].items())
+    assert found == {'flaky': [('workload.ib_counter_growth', 'mlx5_3/1', 'fail')], 'steady': [],
+                     'once': [('workload.ib_counters_unread', 'infiniband counters', 'warn')]}, out[-3000:]
+    assert report['hosts']['flaky']['status'] == 'fail' and report['hosts']['steady']['status'] == 'pass'
+    assert rc == 2
+    assert '[workload.ib_counter_growth] mlx5_3/1' in out
+
+
+def test_the_jobs_ports_must_be_free(tmp_path):
+    """The rendezvous port and the port of NCCL_COMM_ID join the profile's ports: on the healthy demo node
+    sshd holds 22 and nv-hostengine 5555, so a job configured for those ports fails there, naming the owners."""
+    inv = write_inventory(tmp_path, {'node': {'xuanwu_replay_dir': BUNDLE}})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports,
+                       '-e', '{"xuanwu_torch_master_port": 22, "xuanwu_nccl_env": {"NCCL_COMM_ID": "head:5555"}}')
+    _folder, report = the_report(reports)
+    ports = dict((f['component'], f['message']) for f in report['hosts']['node']['findings'] if f['check'] == 'host.port_in_use')
+    assert sorted(ports) == ['port 22/tcp', 'port 5555/tcp'], out[-3000:]
+    assert 'sshd (pid 1204)' in ports['port 22/tcp'] and 'nv-hostengine (pid 2087)' in ports['port 5555/tcp']
+    assert rc == 2

@@ -21,7 +21,9 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import (
     version_at_least, version_matches,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile, validate_profile
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
+    DEFAULT_LEFTOVER_PATTERNS, merge_profile, validate_profile,
+)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 
@@ -62,6 +64,8 @@ def h200x4_facts():
             'remapped_rows': {'correctable': 0, 'uncorrectable': 0, 'pending': False, 'failure': False},
             'clocks_event_reasons_active': [],
         })
+    for device in devices:  # capture: nvidia-smi_-q_-x.xml (<compute_mode>Default, no <process_info>)
+        device.update(compute_mode='Default', processes=[])
     names = ['GPU%d' % i for i in range(4)]
     matrix = dict((a, dict((b, 'NV18') for b in names if b != a)) for a in names)
     return {
@@ -102,7 +106,7 @@ def h200x4_facts():
 
 
 # The h200x4 capture lacks these host facts: a replay of it reports them as not collected.
-H200X4_NOT_COLLECTED = {'gpu xid', 'kernel modules', 'chrony', 'disks', 'ports'}
+H200X4_NOT_COLLECTED = {'gpu xid', 'kernel modules', 'chrony', 'disks', 'ports', 'processes', 'network link events'}
 
 HGX_BUSES = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB]
 
@@ -120,6 +124,8 @@ def hgx_facts():
             'remapped_rows': {'correctable': 0, 'uncorrectable': 0, 'pending': False, 'failure': False},
             'clocks_event_reasons_active': ['sw_power_cap'],
         })
+    for device in devices:
+        device.update(compute_mode='Default', processes=[])
     gpus = ['GPU%d' % i for i in range(8)]
     nics = ['NIC%d' % i for i in range(9)]
     matrix = {}
@@ -134,7 +140,9 @@ def hgx_facts():
             'ports': {'1': {
                 'state': 'Active', 'physical_state': 'LinkUp', 'rate_gbps': 400, 'link_layer': 'InfiniBand', 'base_lid': 10 + i,
                 'sm_lid': 1, 'port_guid': '0x%016x' % (0xa088c20300000000 + i),
-                'counters': {'symbol_error': 0, 'link_downed': 0, 'port_rcv_errors': 0, 'link_error_recovery': 0},
+                'counters': {'symbol_error': 0, 'link_downed': 0, 'port_rcv_errors': 0, 'link_error_recovery': 0,
+                             'port_rcv_remote_physical_errors': 0, 'port_xmit_discards': 0, 'local_link_integrity_errors': 0,
+                             'excessive_buffer_overrun_errors': 0},
             }},
         }
     cas['mlx5_8'] = {'ca_type': 'MT4129', 'firmware': '28.39.1002', 'hardware_version': '0', 'node_guid': '0x1',
@@ -149,6 +157,7 @@ def hgx_facts():
         ('os_release', 'cat /etc/os-release'), ('uname', 'uname -a'), ('kernel_modules', 'cat /proc/modules'),
         ('chrony', 'chronyc -c tracking'), ('listening', 'ss -H -l -n -t -u -p'), ('disks', 'df -P -B1 /'),
         ('memlock', "sh -c 'ulimit -l'"), ('lspci', 'lspci -vvv'), ('nvcc', 'nvcc --version'),
+        ('processes', 'ps -e -ww -o pid=,ppid=,user:32=,etimes=,args='),
         ('nccl_version', 'internal:nccl_version')))
     return {
         'schema_version': 1,
@@ -167,6 +176,7 @@ def hgx_facts():
         'infiniband': {'installed': True, 'cas': cas},
         'network': {
             'probed': True,
+            'link_events': {'eth0': {'down': 0, 'up': 1, 'last': 'up', 'lines': ['mlx5_core 0000:c1:00.0 eth0: Link up']}},
             'interfaces': {
                 'eth0': {'mtu': 1500, 'operstate': 'UP', 'flags': ['BROADCAST', 'MULTICAST', 'UP', 'LOWER_UP'], 'link_type': 'ether',
                          'address': '02:00:00:00:00:01', 'kind': None, 'speed_mbps': 25000, 'duplex': 'full',
@@ -191,6 +201,7 @@ def hgx_facts():
             'memlock_kib': None,
             'memlock_unlimited': True,
             'pcie_acs': {'checked': True, 'enabled': []},
+            'processes': {'count': 412, 'patterns': list(DEFAULT_LEFTOVER_PATTERNS), 'matched': [], 'matched_total': 0},
         },
         'software': {'driver_version': '550.90.07', 'cuda_driver_version': '12.4', 'cuda_toolkit_version': '12.4',
                      'nccl_version': '2.21.5'},
@@ -361,6 +372,27 @@ def listen(port, proto='tcp', process='python3'):
     return mutate
 
 
+def gpu_process(i, name, pid=4242, memory=3216):
+    def mutate(facts):
+        facts['gpu']['devices'][i]['processes'].append({'pid': pid, 'type': 'C', 'name': name, 'used_memory_mib': memory})
+    return mutate
+
+
+def job_process(args, pid=4100):
+    def mutate(facts):
+        procs = facts['host']['processes']
+        procs['matched'].append({'pid': pid, 'ppid': 1, 'user': 'alice', 'etimes': 7200, 'args': args, 'pattern': 'x'})
+        procs['matched_total'] += 1
+    return mutate
+
+
+def link_events(name, down, up=None):
+    def mutate(facts):
+        line = 'mlx5_core 0000:c1:00.1 %s: Link down' % name
+        facts['network']['link_events'][name] = {'down': down, 'up': down if up is None else up, 'last': 'up', 'lines': [line]}
+    return mutate
+
+
 def probe_status(key, status, error='boom', excerpt=None):
     def mutate(facts):
         facts['probes'][key] = {'status': status, 'command': key, 'rc': 1 if status == 'failed' else 0,
@@ -426,6 +458,10 @@ FAIL_CASES = [
     ('host.disk_free', 'hgx', setp('host.disks./.free_bytes', 10 * 10 ** 9), None),
     ('host.port_in_use', 'hgx', listen(29500), None),
     ('host.pcie_acs', 'hgx', setp('host.pcie_acs.enabled', ['0000:00:01.0', '0000:40:01.1']), None),
+    ('gpu.compute_mode', 'h200x4', setp('gpu.devices.1.compute_mode', 'Exclusive_Process'), None),
+    ('network.link_flaps', 'hgx', link_events('rdma0', 3), None),
+    ('gpu.process', 'hgx', gpu_process(2, '/usr/bin/python3'), None),
+    ('host.leftover_process', 'hgx', job_process('/usr/bin/mpirun -np 16 ./build/all_reduce_perf -b 8 -e 8G'), None),
     ('software.driver_version', 'hgx', setp('software.driver_version', '470.57.02'), None),
     ('software.cuda_driver_version', 'hgx', setp('software.cuda_driver_version', '12.0'), None),
     ('software.cuda_toolkit_version', 'hgx', setp('software.cuda_toolkit_version', '12.1'), None),
@@ -489,6 +525,12 @@ PASS_CASES = [
     ('host.disk_free', 'hgx', setp('host.disks./.free_bytes', 50 * 10 ** 9), None),
     ('host.port_in_use', 'hgx', listen(29501), None),
     ('host.pcie_acs', 'hgx', setp('host.pcie_acs.enabled', ['0000:00:01.0']), {'host': {'pcie_acs_must_be_disabled': False}}),
+    ('gpu.compute_mode', 'h200x4', setp('gpu.devices.1.compute_mode', 'Exclusive_Process'),
+     {'gpu': {'compute_modes': ['Default', 'Exclusive_Process']}}),
+    ('network.link_flaps', 'hgx', both(link_events('rdma0', 1), link_events('veth9a1b2c', 40)), None),
+    ('gpu.process', 'hgx', gpu_process(2, '/usr/bin/nv-hostengine'), {'gpu': {'idle_ignore_processes': ['*/nv-hostengine']}}),
+    ('host.leftover_process', 'hgx', job_process('/usr/bin/mpirun -np 16 ./build/all_reduce_perf'),
+     {'host': {'leftover_process_patterns': []}}),
     ('software.driver_version', 'hgx', None, {'software': {'driver_version': '550.'}}),
     ('software.cuda_driver_version', 'hgx', setp('software.cuda_driver_version', '12.10'), None),
     ('software.cuda_toolkit_version', 'hgx', setp('software.cuda_toolkit_version', '12.4.131'), None),
