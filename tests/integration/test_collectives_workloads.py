@@ -270,3 +270,19 @@ def test_a_real_2x_h200_validate_run_passes_and_fails_5_percent_slower_from_1_Gi
     assert {f['component'] for f in fails} == {'%s_perf' % c for c in COLLECTIVES}   # every collective is caught
     for f in fails:
         assert f['host'] == 'gpu-host' and f['measured'] < f['expected'] and 'GiB' in f['message']
+
+
+@pytest.mark.parametrize('workloads, multinode, component, reason', [
+    (['fault_isolation'], True, 'multinode fault_isolation', 'with xuanwu_torch_multinode it is not run'),
+    ([], False, 'torch_workloads', 'xuanwu_torch_workloads lists no workload'),
+    (['ddp_smoke'], False, 'ddp_smoke', 'torch:ddp_smoke is not in the capture bundle'),
+])
+def test_requested_torch_workloads_that_measure_nothing_fail(tmp_path, workloads, multinode, component, reason):
+    bundle = os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01')
+    inv = inventory(tmp_path, {'node': {'xuanwu_replay_dir': bundle}}, xuanwu_profile='h200x4-nvlink',
+                    xuanwu_validate_workloads=True, xuanwu_torch_workloads=workloads, xuanwu_torch_multinode=multinode)
+    rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_python_interpreter=%s' % sys.executable)
+    entry = report['hosts']['node']
+    found = [(f['check'], f['component'], f['severity']) for f in entry['findings'] if f['severity'] == 'fail']
+    assert found == [('workload.not_measured', component, 'fail')], (found, out[-2000:])
+    assert reason in entry['findings'][0]['message'] and rc == 2

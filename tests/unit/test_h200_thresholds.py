@@ -46,7 +46,6 @@ def run_of(path, rc=0, timed_out=False):
             'timed_out': timed_out, 'timeout_s': 900}
 
 
-
 @pytest.mark.parametrize('path', CAPTURES, ids=[os.path.basename(p) for p in CAPTURES])
 def test_a_uniform_15_percent_drop_fails(path):
     run = run_of(path)

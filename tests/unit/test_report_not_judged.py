@@ -13,8 +13,8 @@ WORKLOADS = [
 ]
 
 
-def report(findings=(), workloads=WORKLOADS):
-    entry = _report.host_entry('node1', 'pass', list(findings), {}, 'p', '/p.yml', workloads=workloads)
+def report(findings=(), workloads=None):
+    entry = _report.host_entry('node1', 'pass', list(findings), {}, 'p', '/p.yml', workloads=WORKLOADS if workloads is None else workloads)
     return _report.build_report('r1', 't0', 't1', '1.0.0', '2.19', 'validate.yml', {'node1': entry}, {'p': '/p.yml'})
 
 
