@@ -147,12 +147,12 @@ def test_corpus_parses(parser):
 
 
 @pytest.mark.parametrize('parser', PARSERS, ids=lambda parser: parser.__name__)
-def test_only_parse_error_escapes(parser):
-    @SETTINGS
-    @given(st.data())
-    def run(data):
-        _check(parser, data.draw(mutated(parser)))
-    run()
+@SETTINGS
+@given(data=st.data())
+def test_only_parse_error_escapes(parser, data):
+    # @given on the test itself (not an inner function) so that --hypothesis-show-statistics
+    # reports the examples run for each parser.
+    _check(parser, data.draw(mutated(parser)))
 
 
 @pytest.mark.parametrize('parser', PARSERS, ids=lambda parser: parser.__name__)
