@@ -341,7 +341,8 @@ DEFAULT_GROUP_KEYS = ('software.driver_version', 'software.nccl_version', 'softw
 # Which profile sections each probe feeds (docs/capture-format.md); per-interface probes by prefix.
 PROBE_SECTIONS = {
     'nvidia_query_gpu': ('gpu', 'software'), 'nvidia_smi_xml': ('gpu', 'software'), 'nvidia_topo': ('gpu',),
-    'nvidia_nvlink': ('gpu',), 'nvidia_proc_version': ('gpu', 'software'), 'kernel_log': ('gpu', 'host'), 'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
+    'nvidia_nvlink': ('gpu',), 'nvidia_proc_version': ('gpu', 'software'), 'kernel_log': ('gpu', 'host'),
+    'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
     'ip_link': ('network',), 'ethtool': ('network',), 'ethtool_driver': ('network',), 'roce_ecn': ('network',),
     'roce_pfc': ('network',), 'os_release': ('host',), 'uname': ('host',), 'kernel_modules': ('host',),
     'chrony': ('host',), 'listening': ('host',), 'disks': ('host',), 'memlock': ('host',), 'lspci': ('host',),
