@@ -1,4 +1,5 @@
 """Make the collection importable as ``ansible_collections.xuanwu.cluster`` from any checkout."""
+import hashlib
 import os
 import sys
 import tempfile
@@ -12,7 +13,9 @@ def _collection_root():
     parts = ROOT.split(os.sep)
     if len(parts) >= 3 and parts[-3:-1] == ['ansible_collections', 'xuanwu'] and parts[-1] == 'cluster':
         return os.sep.join(parts[:-3])
-    base = os.path.join(tempfile.gettempdir(), 'xuanwu-cluster-pytest-%d' % os.getuid())
+    # One folder per checkout: two checkouts tested at once by one user must not import each other's code.
+    tag = hashlib.sha256(ROOT.encode('utf-8')).hexdigest()[:12]
+    base = os.path.join(tempfile.gettempdir(), 'xuanwu-cluster-pytest-%d-%s' % (os.getuid(), tag))
     ns = os.path.join(base, 'ansible_collections', 'xuanwu')
     os.makedirs(ns, exist_ok=True)
     link = os.path.join(ns, 'cluster')
