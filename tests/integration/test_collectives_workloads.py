@@ -278,7 +278,7 @@ def test_a_real_2x_h200_validate_run_passes_and_fails_5_percent_slower_from_1_Gi
     (['ddp_smoke'], False, 'ddp_smoke', 'torch:ddp_smoke is not in the capture bundle'),
 ])
 def test_requested_torch_workloads_that_measure_nothing_fail(tmp_path, workloads, multinode, component, reason):
-    bundle = os.path.join(ROOT, 'inventories', 'demo', 'bundles', 'gpu-node01')
+    bundle = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
     inv = inventory(tmp_path, {'node': {'xuanwu_replay_dir': bundle}}, xuanwu_profile='h200x4-nvlink',
                     xuanwu_validate_workloads=True, xuanwu_torch_workloads=workloads, xuanwu_torch_multinode=multinode)
     rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_python_interpreter=%s' % sys.executable)
