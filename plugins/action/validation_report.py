@@ -75,7 +75,7 @@ class ActionModule(ActionBase):
             if not os.path.isdir(directory):
                 os.makedirs(directory)
             for name, text in files.items():
-                with open(os.path.join(directory, name), 'w') as handle:
+                with open(os.path.join(directory, name), 'w', encoding='utf-8') as handle:
                     handle.write(text)
         except (IOError, OSError) as err:
             result['failed'] = True
