@@ -19,7 +19,7 @@ def safe_name(name):
 
     A name made only of ``A-Z a-z 0-9 . _ -`` (not empty, ``.`` or ``..``, at most ``MAX_LENGTH``
     characters) is kept as it is. Any other name has each other character replaced by ``_``
-    (dots too, when only dots are left), is cut to ``MAX_LENGTH`` characters and gets ``-`` and
+    (dots too, when only dots are left), is cut to ``MAX_LENGTH`` - 9 characters and gets ``-`` and
     the first 8 hex digits of the SHA-256 of the original name appended: two hosts whose names
     collapse to the same text (``a/b`` and ``a:b``) still get different folders, and the same host
     always gets the same one.
@@ -32,4 +32,4 @@ def safe_name(name):
     if not safe.strip('.'):
         safe = '_' * len(safe)
     digest = hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]
-    return '%s-%s' % (safe[:MAX_LENGTH] or '_', digest)
+    return '%s-%s' % (safe[:MAX_LENGTH - 1 - len(digest)] or '_', digest)

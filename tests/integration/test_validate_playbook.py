@@ -338,3 +338,24 @@ def test_capture_writes_nothing_outside_its_destination(tmp_path):
     assert 'plain-node' in folders
     for folder in folders:
         assert (dest / folder / 'manifest.json').is_file()
+
+
+def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
+    """validate.yml with host names such as <script>..|x and ../evil and a run id of ../../escape:
+    the report lands inside xuanwu_reports_dir and every format still parses."""
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils._paths import safe_name
+    hosts = {'../evil': {'xuanwu_replay_dir': BUNDLE}, '<b>x</b>|y': {'xuanwu_replay_dir': BUNDLE}}
+    inv = write_inventory(tmp_path, hosts)
+    reports = tmp_path / 'work' / 'reports'
+    before = _files_under(tmp_path)
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=../../escape')
+    assert rc == 0, out[-3000:]
+    new = _files_under(tmp_path) - before
+    assert new and all(path.startswith(str(reports / safe_name('../../escape')) + os.sep) for path in new), sorted(new)
+    folder, report = the_report(reports)
+    assert set(report['hosts']) == set(hosts)
+    assert set(s.get('name') for s in ET.parse(os.path.join(folder, 'junit.xml')).getroot().iter('testsuite')) == set(hosts)
+    with open(os.path.join(folder, 'report.md')) as handle:
+        assert '<b>' not in handle.read()
+    with open(os.path.join(folder, 'report.html')) as handle:
+        assert '<b>x</b>' not in handle.read()
