@@ -14,7 +14,7 @@ from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _report
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _paths, _report
 
 
 def _now():
@@ -64,7 +64,8 @@ class ActionModule(ActionBase):
             run_id=args['run_id'], started_at=args['started_at'], finished_at=_now(),
             collection_version=_collection.version(), ansible_version=ANSIBLE_VERSION,
             playbook=args['playbook'], hosts=entries, profiles=profiles)
-        directory = os.path.join(args['report_dir'], args['run_id'])
+        # the run id names a folder: made a safe file name (docs/report-format.md) so it stays in report_dir
+        directory = os.path.join(args['report_dir'], _paths.safe_name(args['run_id']))
         files = {
             'report.json': _report.render_json(report),
             'junit.xml': _report.render_junit(report, dict((k, v.get('title')) for k, v in _checks.CHECKS.items())),
@@ -75,7 +76,7 @@ class ActionModule(ActionBase):
             if not os.path.isdir(directory):
                 os.makedirs(directory)
             for name, text in files.items():
-                with open(os.path.join(directory, name), 'w') as handle:
+                with open(os.path.join(directory, name), 'w', encoding='utf-8') as handle:
                     handle.write(text)
         except (IOError, OSError) as err:
             result['failed'] = True

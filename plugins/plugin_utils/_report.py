@@ -9,11 +9,40 @@ __metaclass__ = type
 
 import html
 import json
+import math
+import re
 from xml.sax.saxutils import escape, quoteattr
 
 REPORT_SCHEMA_VERSION = 1
 SEVERITY_ORDER = {'fail': 0, 'warn': 1, 'info': 2}
 STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
+
+
+# characters XML 1.0 forbids (C0 controls other than tab, LF and CR; U+FFFE, U+FFFF), also C1 controls
+# and DEL, which terminals and browsers would interpret: removed from every text the reports write
+_CONTROL = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]')
+_SURROGATE = re.compile('[\ud800-\udfff]')
+_NON_FINITE = {'nan': 'NaN', 'inf': 'Infinity', '-inf': '-Infinity'}
+
+
+def _clean_text(text, controls=True):
+    """``text`` without lone surrogates (replaced by U+FFFD) and, with ``controls``, without control characters."""
+    text = _SURROGATE.sub('\ufffd', text)
+    return _CONTROL.sub('', text) if controls else text
+
+
+def _scrub(value, controls=True):
+    """A copy of report data that every format can hold: strings cleaned by ``_clean_text`` (keys too),
+    non-finite floats written as the strings ``NaN``, ``Infinity`` and ``-Infinity``."""
+    if isinstance(value, str):
+        return _clean_text(value, controls)
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[repr(value)]
+    if isinstance(value, dict):
+        return dict((_scrub(k, controls) if isinstance(k, str) else k, _scrub(v, controls)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v, controls) for v in value]
+    return value
 
 
 def _facts_summary(facts):
@@ -78,7 +107,9 @@ def build_report(run_id, started_at, finished_at, collection_version, ansible_ve
 
 
 def render_json(report):
-    return json.dumps(report, indent=2, sort_keys=True, default=str) + '\n'
+    """Strict JSON (never ``NaN``); control characters are kept, escaped by JSON, as the tools wrote them."""
+    return json.dumps(_scrub(json.loads(json.dumps(report, default=str)), controls=False),
+                      indent=2, sort_keys=True, allow_nan=False) + '\n'
 
 
 def _fmt(value):
@@ -95,6 +126,7 @@ def render_junit(report, catalogue):
     A check with a ``fail`` finding is a failure, ``warn``/``info`` findings are written to the
     testcase's system-out; a host that could not be probed is one errored testcase.
     """
+    report, catalogue = _scrub(report), _scrub(catalogue)
     suites = []
     total = failures = errors = 0
     for host, entry in report['hosts'].items():
@@ -186,8 +218,8 @@ def _md_workloads(runs):
             lines += ['**Not judged:** %s — %s' % (_md(run.get('component')), _md(run['not_judged'])), '']
     for run in runs:
         if run.get('debug_log_tail'):
-            lines += ['<details><summary>%s: NCCL_DEBUG=INFO re-run</summary>' % _md(run.get('component')), '', '```',
-                      run['debug_log_tail'][-3000:], '```', '</details>', '']
+            lines += ['<details><summary>%s: NCCL_DEBUG=INFO re-run</summary>' % _md(run.get('component')), ''
+                      ] + _md_fence(run['debug_log_tail'][-3000:]) + ['</details>', '']
     return lines
 
 
@@ -198,38 +230,64 @@ def _no_findings(entry):
     return 'No findings: every check passed.'
 
 
+# characters Markdown or HTML would read as markup, written as entities (which tables, headings and
+# paragraphs show as the character itself); ampersand first so no entity is escaped twice
+_MD_ENTITIES = (('&', '&amp;'), ('\\', '&#92;'), ('<', '&lt;'), ('>', '&gt;'), ('|', '&#124;'), ('`', '&#96;'),
+                ('[', '&#91;'), (']', '&#93;'), ('*', '&#42;'))
+
+
 def _md(value):
-    return _fmt(value).replace('|', '\\|').replace('\n', ' ')
+    """``value`` as Markdown text of one table cell or line: no markup, no HTML, no line break."""
+    text = _fmt(value)
+    for char, entity in _MD_ENTITIES:
+        text = text.replace(char, entity)
+    return ' '.join(text.splitlines())
+
+
+def _md_code(value):
+    """``value`` shown as code: an HTML ``code`` element holding the escaped text (a Markdown code span
+    would show the entities literally and could be closed by a backtick in the data)."""
+    return '<code>%s</code>' % _md(value)
+
+
+def _md_fence(text):
+    """``text`` as a fenced code block whose fence is longer than any run of backticks in it."""
+    longest = max([len(run) for run in re.findall('`+', text)] or [0])
+    fence = '`' * max(3, longest + 1)
+    return [fence, text, fence]
 
 
 def render_markdown(report):
+    report = _scrub(report)
     s = report['summary']
     lines = ['# xuanwu.cluster validation report', '',
-             '- run: `%s` (%s → %s)' % (report['run_id'], report['started_at'], report['finished_at']),
-             '- collection %s, ansible-core %s, playbook `%s`' % (report['collection']['version'], report['ansible_version'], report['playbook']),
-             '- profiles: %s' % ', '.join('`%s`' % p for p in sorted(report['profiles'])),
-             '- result: **%s** — %d hosts: %s' % (s['result'].upper(), s['hosts'],
-                                                  ', '.join('%d %s' % (n, k) for k, n in s['status'].items() if n)),
+             '- run: %s (%s → %s)' % (_md_code(report['run_id']), _md(report['started_at']), _md(report['finished_at'])),
+             '- collection %s, ansible-core %s, playbook %s' % (_md(report['collection']['version']), _md(report['ansible_version']),
+                                                                _md_code(report['playbook'])),
+             '- profiles: %s' % ', '.join(_md_code(p) for p in sorted(report['profiles'])),
+             '- result: **%s** — %d hosts: %s' % (_md(s['result'].upper()), s['hosts'],
+                                                  ', '.join('%d %s' % (n, _md(k)) for k, n in s['status'].items() if n)),
              '']
     if s['failed_hosts']:
-        lines += ['Failed hosts: ' + ', '.join('`%s`' % h for h in s['failed_hosts']), '']
+        lines += ['Failed hosts: ' + ', '.join(_md_code(h) for h in s['failed_hosts']), '']
     for host, entry in report['hosts'].items():
         fs = entry['facts_summary']
-        lines += ['## %s — %s' % (host, entry['status'].upper()), '',
-                  'profile `%s`; %s GPU(s) %s; driver %s; CUDA %s; NCCL %s; %s; kernel %s; source %s' % (
-                      entry['profile'], _md(fs.get('gpu_count')), _md(fs.get('gpu_model')), _md(fs.get('driver_version')),
+        lines += ['## %s — %s' % (_md(host), _md(entry['status'].upper())), '',
+                  'profile %s; %s GPU(s) %s; driver %s; CUDA %s; NCCL %s; %s; kernel %s; source %s' % (
+                      _md_code(entry['profile']), _md(fs.get('gpu_count')), _md(fs.get('gpu_model')), _md(fs.get('driver_version')),
                       _md(fs.get('cuda_driver_version')), _md(fs.get('nccl_version')), _md(fs.get('os')), _md(fs.get('kernel')),
                       _md(fs.get('source'))), '']
         if entry.get('error'):
             lines += ['**Not probed:** %s' % _md(entry['error']), '']
         lines += _md_workloads(entry.get('workloads') or [])
         if not entry['findings']:
-            lines += [_no_findings(entry), '']
+            lines += [_md(_no_findings(entry)), '']
             continue
         lines += ['| severity | check | component | measured | expected | remediation |', '|---|---|---|---|---|---|']
         for f in entry['findings']:
-            lines.append('| %s | `%s` | %s | %s | %s | %s |' % (
-                f['severity'], f['check'], _md(f['component']), _md(f.get('measured')), _md(f.get('expected')), _md(f.get('remediation'))))
+            lines.append('| %s | %s | %s | %s | %s | %s |' % (
+                _md(f['severity']), _md_code(f['check']), _md(f['component']), _md(f.get('measured')), _md(f.get('expected')),
+                _md(f.get('remediation'))))
         lines.append('')
     return '\n'.join(lines) + '\n'
 
@@ -242,6 +300,7 @@ _CSS = ('body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{borde
 
 
 def render_html(report):
+    report = _scrub(report)
     e = html.escape
     s = report['summary']
     out = ['<!DOCTYPE html><html><head><meta charset="utf-8"><title>xuanwu.cluster report %s</title><style>%s</style></head><body>'

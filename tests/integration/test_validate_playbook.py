@@ -311,3 +311,51 @@ def test_the_jobs_ports_must_be_free(tmp_path):
     assert sorted(ports) == ['port 22/tcp', 'port 5555/tcp'], out[-3000:]
     assert 'sshd (pid 1204)' in ports['port 22/tcp'] and 'nv-hostengine (pid 2087)' in ports['port 5555/tcp']
     assert rc == 2
+
+
+HOSTILE_HOSTS = ['../evil', 'a/../../b', '..', 'a/b', 'a:b', 'plain-node']
+
+
+def _files_under(folder):
+    return set(os.path.join(d, f) for d, _subdirs, files in os.walk(str(folder)) for f in files)
+
+
+def test_capture_writes_nothing_outside_its_destination(tmp_path):
+    """Inventory host names such as ../evil or a/../../b name a folder inside bundles/ (made a safe
+    file name, a/b and a:b still apart), never a path outside it."""
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils._paths import safe_name
+    work = tmp_path / 'work'
+    dest = work / 'bundles'
+    dest.mkdir(parents=True)
+    inv = write_inventory(tmp_path, dict((h, {}) for h in HOSTILE_HOSTS), {'xuanwu_probe_gather': ['host']})
+    before = _files_under(tmp_path)
+    rc, out = playbook('-i', inv, 'playbooks/capture.yml', '-e', 'xuanwu_capture_dest=%s' % dest)
+    assert rc == 0, out[-3000:]
+    new = _files_under(tmp_path) - before
+    assert new and all(path.startswith(str(dest) + os.sep) for path in new), sorted(new)
+    folders = sorted(os.listdir(str(dest)))
+    assert folders == sorted(safe_name(h) for h in HOSTILE_HOSTS) and len(set(folders)) == len(HOSTILE_HOSTS)
+    assert 'plain-node' in folders
+    for folder in folders:
+        assert (dest / folder / 'manifest.json').is_file()
+
+
+def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
+    """validate.yml with host names such as <script>..|x and ../evil and a run id of ../../escape:
+    the report lands inside xuanwu_reports_dir and every format still parses."""
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils._paths import safe_name
+    hosts = {'../evil': {'xuanwu_replay_dir': BUNDLE}, '<b>x</b>|y': {'xuanwu_replay_dir': BUNDLE}}
+    inv = write_inventory(tmp_path, hosts)
+    reports = tmp_path / 'work' / 'reports'
+    before = _files_under(tmp_path)
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=../../escape')
+    assert rc == 0, out[-3000:]
+    new = _files_under(tmp_path) - before
+    assert new and all(path.startswith(str(reports / safe_name('../../escape')) + os.sep) for path in new), sorted(new)
+    folder, report = the_report(reports)
+    assert set(report['hosts']) == set(hosts)
+    assert set(s.get('name') for s in ET.parse(os.path.join(folder, 'junit.xml')).getroot().iter('testsuite')) == set(hosts)
+    with open(os.path.join(folder, 'report.md')) as handle:
+        assert '<b>' not in handle.read()
+    with open(os.path.join(folder, 'report.html')) as handle:
+        assert '<b>x</b>' not in handle.read()

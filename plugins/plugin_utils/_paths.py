@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Names that come from an inventory or a node (host names, run ids) made safe to use as one path component."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import re
+
+_UNSAFE = re.compile('[^A-Za-z0-9._-]')
+MAX_LENGTH = 100
+
+
+def safe_name(name):
+    """``name`` as one file name that stays in its folder.
+
+    A name made only of ``A-Z a-z 0-9 . _ -`` (not empty, ``.`` or ``..``, at most ``MAX_LENGTH``
+    characters) is kept as it is. Any other name has each other character replaced by ``_``
+    (dots too, when only dots are left), is cut to ``MAX_LENGTH`` - 9 characters and gets ``-`` and
+    the first 8 hex digits of the SHA-256 of the original name appended: two hosts whose names
+    collapse to the same text (``a/b`` and ``a:b``) still get different folders, and the same host
+    always gets the same one.
+    """
+    if not isinstance(name, str):
+        raise TypeError('a name to use as a file name must be a string, not %s' % type(name).__name__)
+    safe = _UNSAFE.sub('_', name)
+    if safe == name and name not in ('', '.', '..') and len(name) <= MAX_LENGTH:
+        return name
+    if not safe.strip('.'):
+        safe = '_' * len(safe)
+    digest = hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]
+    return '%s-%s' % (safe[:MAX_LENGTH - 1 - len(digest)] or '_', digest)
