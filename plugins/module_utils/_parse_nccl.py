@@ -14,7 +14,7 @@ print on stdout.
     devices: [{rank, group, pid, host, device, bus_id, name}]
     nranks: 4                    # len(devices), None when no device line was printed
     rows: [{size_bytes, count, type, redop, root,
-            out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong},
+            out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong, invalid},
             in_place: {...} | None}]          # None when the binary prints only one block
                                  # every row printed, in order: with -N R (run cycles) each size appears R times
     cycles: 3                    # sweeps printed (-N 3; 1 for a plain run, 0 when no row was printed)
@@ -28,7 +28,10 @@ print on stdout.
     complete: true               # the "Avg bus bandwidth" trailer was printed
 
 ``#wrong`` is an int, or None where the binary printed ``N/A`` (``-c 0``, or in-place results that
-are not checked). Times are microseconds, bandwidths GB/s (10^9 bytes per second), as printed.
+are not checked). A value printed as ``nan``/``inf`` (or a ``#wrong`` that is negative) is None and
+its printed text is kept in the block's ``invalid`` ({column: printed}, empty when every value was a
+finite number): the checks report it (collectives.invalid_measurement, collectives.wrong_results).
+Times are microseconds, bandwidths GB/s (10^9 bytes per second), as printed.
 NCCL_DEBUG=INFO/TRACE lines are skipped (except for the version, transport and network they name).
 Lines of the launcher (mpirun, srun, ssh) that are none of the above are ignored.
 """
@@ -82,6 +85,8 @@ _TIMESTAMP = re.compile(r'^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$')
 # A result block is "time algbw busbw #wrong", optionally followed by "#bitdiff" and the per-iteration
 # columns "i_min i_max i_p99 i_cv%" (newer nccl-tests, read from the column header).
 _BASE_BLOCK = 4
+# a #wrong above this is not a count of elements (no GPU holds 2**64 of them)
+MAX_WRONG = 2 ** 64
 
 
 def _clean(text):
@@ -100,24 +105,26 @@ def _decode_nccl_code(code):
 
 
 def _number(token, what, line):
+    """A printed measurement: a finite float, or None for nan/inf (the checks report those)."""
     try:
         value = float(token)
     except ValueError:
-        raise ParseError(SOURCE, 'bad %s %r in result row' % (what, token), line)
+        raise ParseError(SOURCE, 'bad %s %r in result row' % (what, token[:40]), line)
     if math.isnan(value) or math.isinf(value):
         return None
     return value
 
 
 def _wrong(token, line):
+    """#wrong: (count, None), (None, None) for N/A, or (None, token) when not a count (nan, inf, -1)."""
     if token.upper() in ('N/A', 'NA', '-'):
-        return None
+        return None, None
     value = _number(token, '#wrong', line)
-    if value is None or value < 0:
-        return None
+    if value is None or value < 0 or value > MAX_WRONG:
+        return None, token[:20]
     if value != int(value):
-        raise ParseError(SOURCE, 'bad #wrong %r in result row' % token, line)
-    return int(value)
+        raise ParseError(SOURCE, 'bad #wrong %r in result row' % token[:40], line)
+    return int(value), None
 
 
 def _block_layout(rest):
@@ -135,12 +142,15 @@ def _block_layout(rest):
 
 
 def _parse_block(tokens, line):
-    return {
-        'time_us': _number(tokens[0], 'time', line),
-        'algbw_gbps': _number(tokens[1], 'algbw', line),
-        'busbw_gbps': _number(tokens[2], 'busbw', line),
-        'wrong': _wrong(tokens[3], line),
-    }
+    block = {'invalid': {}}
+    for key, token in (('time_us', tokens[0]), ('algbw_gbps', tokens[1]), ('busbw_gbps', tokens[2])):
+        block[key] = _number(token, key.split('_')[0], line)
+        if block[key] is None:
+            block['invalid'][key] = token[:20]
+    block['wrong'], printed = _wrong(tokens[3], line)
+    if printed is not None:
+        block['invalid']['wrong'] = printed
+    return block
 
 
 def _parse_row(match, block, line):
