@@ -144,8 +144,10 @@ def _validate_curve(curve):
         try:
             min_bytes = int(point['min_bytes'])
             floor = float(point['busbw_gbps_min'])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise ProfileError('curve', 'curve[%d]' % i, 'needs integer min_bytes and numeric busbw_gbps_min, got %r' % (point,))
+        if not math.isfinite(floor):
+            raise ProfileError('curve', 'curve[%d]' % i, 'busbw_gbps_min must be a finite number, got %r' % (point,))
         if min_bytes < 0 or floor < 0:
             raise ProfileError('curve', 'curve[%d]' % i, 'min_bytes and busbw_gbps_min must not be negative, got %r' % (point,))
         points.append({'min_bytes': min_bytes, 'busbw_gbps_min': floor})

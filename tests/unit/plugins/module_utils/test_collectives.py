@@ -258,6 +258,10 @@ def test_threshold_semantics():
         col.threshold_for([{'min_bytes': 'x'}], 1)
     with pytest.raises(ProfileError):
         col.evaluate_curve({'rows': [], 'complete': True}, [{'min_bytes': -1, 'busbw_gbps_min': 1}], 'n', 'all_reduce')
+    for floor in (float('nan'), float('inf'), 10 ** 400):
+        with pytest.raises(ProfileError) as err:
+            col.threshold_for([{'min_bytes': 1, 'busbw_gbps_min': floor}], 1)
+        assert 'curve[0]' in str(err.value)
 
 
 def test_tolerance_lowers_the_floor():
