@@ -43,7 +43,7 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import MAX_INT, ParseError, float_from_text, int_from_text
 
 SOURCE = 'nccl-tests'
 
@@ -94,9 +94,13 @@ def _clean(text):
     return text.replace('\r\n', '\n').replace('\r', '\n')
 
 
+def _int(token, what, line, low=0):
+    return int_from_text(token, SOURCE, what, line, low=low)
+
+
 def _decode_nccl_code(code):
     """NCCL_VERSION_CODE -> "X.Y.Z" (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before)."""
-    code = int(code)
+    code = _int(code, 'nccl-library code', code)
     if code <= 0:
         return None
     if code >= 20900:
@@ -159,11 +163,11 @@ def _parse_row(match, block, line):
     while rest and _TIMESTAMP.match(rest[-1]):
         rest.pop()
     row = {
-        'size_bytes': int(match.group('size')),
-        'count': int(match.group('count')),
+        'size_bytes': _int(match.group('size'), 'size', line),
+        'count': _int(match.group('count'), 'count', line),
         'type': match.group('type'),
         'redop': match.group('redop'),
-        'root': int(match.group('root')),
+        'root': _int(match.group('root'), 'root', line, low=-MAX_INT),
     }
     if not rest:
         return row, 0
@@ -182,10 +186,10 @@ def _config(line):
     config = {}
     for key, pattern in _CONFIG_KEYS:
         found = re.search(pattern, line, re.I)
-        config[key] = int(found.group(1)) if found else None
+        config[key] = _int(found.group(1), key, line) if found else None
     step = _STEP.search(line)
-    config['step_factor'] = int(step.group(1)) if step and step.group(2) == 'factor' else None
-    config['step_bytes'] = int(step.group(1)) if step and step.group(2) == 'bytes' else None
+    config['step_factor'] = _int(step.group(1), 'step', line) if step and step.group(2) == 'factor' else None
+    config['step_bytes'] = _int(step.group(1), 'step', line) if step and step.group(2) == 'bytes' else None
     return config
 
 
@@ -245,11 +249,11 @@ def _comment_line(result, line, state):
     device = _DEVICE.match(line)
     if device:
         result['devices'].append({
-            'rank': int(device.group('rank')),
-            'group': int(device.group('group')) if device.group('group') is not None else None,
-            'pid': int(device.group('pid')),
+            'rank': _int(device.group('rank'), 'rank', line),
+            'group': _int(device.group('group'), 'group', line) if device.group('group') is not None else None,
+            'pid': _int(device.group('pid'), 'pid', line),
             'host': device.group('host'),
-            'device': int(device.group('device')),
+            'device': _int(device.group('device'), 'device', line),
             'bus_id': device.group('bus').strip(),
             'name': device.group('name').strip() or None,
         })
@@ -264,17 +268,12 @@ def _comment_line(result, line, state):
 def _trailer_line(result, line):
     oob = _OOB.match(line)
     if oob:
-        count = int(oob.group('count'))
+        count = _int(oob.group('count'), 'out of bounds count', line)
         result['out_of_bounds'] = {'count': count, 'ok': count == 0 and (oob.group('status') or 'OK').upper() == 'OK'}
         return True
     avg = _AVG.match(line)
     if avg:
-        try:
-            result['avg_busbw_gbps'] = float(avg.group('bw'))
-        except ValueError:
-            raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw'), line)
-        if not math.isfinite(result['avg_busbw_gbps']):
-            raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw')[:40], line)
+        result['avg_busbw_gbps'] = float_from_text(avg.group('bw'), SOURCE, 'average bus bandwidth', line)
         result['complete'] = True
         return True
     return False
@@ -294,7 +293,7 @@ def _row_line(result, line, state, last):
         if not last:
             raise
         state['cut'] = True       # the text ends inside a row: keep its parameters only
-        row = dict((k, int(match.group(k)) if k in ('size', 'count', 'root') else match.group(k))
+        row = dict((k, _int(match.group(k), k, line, low=-MAX_INT) if k in ('size', 'count', 'root') else match.group(k))
                    for k in ('size', 'count', 'type', 'redop', 'root'))
         row['size_bytes'] = row.pop('size')
         blocks = 0
