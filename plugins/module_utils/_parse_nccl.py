@@ -147,8 +147,8 @@ def _block_layout(rest):
 
 def _parse_block(tokens, line):
     block = {'invalid': {}}
-    for key, token in (('time_us', tokens[0]), ('algbw_gbps', tokens[1]), ('busbw_gbps', tokens[2])):
-        block[key] = _number(token, key.split('_')[0], line)
+    for key, what, token in (('time_us', 'time', tokens[0]), ('algbw_gbps', 'algbw', tokens[1]), ('busbw_gbps', 'busbw', tokens[2])):
+        block[key] = _number(token, what, line)
         if block[key] is None:
             block['invalid'][key] = token[:20]
     block['wrong'], printed = _wrong(tokens[3], line)

@@ -300,18 +300,16 @@ def _float_thresholds(spec, path=()):
         yield path, spec
     elif kind == 'dict':
         for name, child in spec['keys'].items():
-            for found in _float_thresholds(child, path + (name,)):
-                yield found
+            yield from _float_thresholds(child, path + (name,))
     elif kind == 'map':
-        for found in _float_thresholds(spec['values'], path + ('*',)):
-            yield found
+        yield from _float_thresholds(spec['values'], path + ('*',))
     elif kind == 'list':
-        for found in _float_thresholds(spec['elements'], path + ('[]',)):
-            yield found
+        yield from _float_thresholds(spec['elements'], path + ('[]',))
 
 
-def _override_at(path, value, spec=SCHEMA):
+def _override_at(path, value, spec=None):
     """An override document that sets the float at ``path`` to ``value``, and the dotted key an error names."""
+    spec = SCHEMA if spec is None else spec
     if not path:
         return value, ''
     step, rest = path[0], path[1:]
