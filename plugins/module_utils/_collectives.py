@@ -25,6 +25,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 
 SEVERITY_FAIL = 'fail'
@@ -81,6 +83,11 @@ REMEDIATION_NCCL_ERROR = (
 REMEDIATION_OOB = (
     'nccl-tests counted result blocks with wrong values (out of bounds). Treat as data corruption: check ECC, remapped rows '
     'and Xid events, and run the test per GPU to find the faulty device.')
+REMEDIATION_INVALID = (
+    'A time or bandwidth of nan, inf, zero or below zero is not a measurement: the timer, the benchmark build or the '
+    'GPU misbehaved (a kernel that did not run, a clock that did not advance), so the size proves nothing. Rerun the '
+    'benchmark with NCCL_DEBUG=INFO, check the kernel log for Xid events and the GPU state (nvidia-smi -q), and rebuild '
+    'nccl-tests against the installed CUDA and NCCL if it repeats.')
 REMEDIATION_COVERAGE = (
     'Run the benchmark up to the largest size the profile checks (nccl-tests -e, allreduce_bench --max-bytes).')
 
@@ -137,8 +144,10 @@ def _validate_curve(curve):
         try:
             min_bytes = int(point['min_bytes'])
             floor = float(point['busbw_gbps_min'])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise ProfileError('curve', 'curve[%d]' % i, 'needs integer min_bytes and numeric busbw_gbps_min, got %r' % (point,))
+        if not math.isfinite(floor):
+            raise ProfileError('curve', 'curve[%d]' % i, 'busbw_gbps_min must be a finite number, got %r' % (point,))
         if min_bytes < 0 or floor < 0:
             raise ProfileError('curve', 'curve[%d]' % i, 'min_bytes and busbw_gbps_min must not be negative, got %r' % (point,))
         points.append({'min_bytes': min_bytes, 'busbw_gbps_min': floor})
@@ -227,13 +236,68 @@ def _curve_findings(parsed, curve, host, component, tolerance):
     return findings
 
 
+def _halves(parsed):
+    """(size, 'out-of-place' / 'in-place', block) for every result block of every row."""
+    for row in parsed.get('rows') or []:
+        for half in ('out_of_place', 'in_place'):
+            if row.get(half):
+                yield int(row['size_bytes']), half.replace('_', '-'), row[half]
+
+
+def _wrong_findings(parsed, host, component):
+    wrong_rows = []
+    for size, half, block in _halves(parsed):
+        printed = (block.get('invalid') or {}).get('wrong')
+        if block.get('wrong') or printed is not None:
+            wrong_rows.append((size, half, block.get('wrong') or 0, printed))
+    if not wrong_rows:
+        return []
+    total = sum(w for _s, _h, w, _p in wrong_rows)
+    unreadable = sum(1 for _s, _h, _w, p in wrong_rows if p is not None)
+    measured = total if not unreadable else '%d wrong element(s), %d #wrong value(s) not a count' % (total, unreadable)
+    return [_finding(
+        host, 'collectives.wrong_results', component, SEVERITY_FAIL, measured, 0,
+        '%s returned %d wrong element(s)%s: %s' % (
+            component, total, ' and %d #wrong value(s) that are not a count' % unreadable if unreadable else '',
+            ', '.join('%s %s: %s' % (human_bytes(s), h, w if p is None else '%s (not a count)' % p)
+                      for s, h, w, p in wrong_rows)),
+        REMEDIATION_WRONG)]
+
+
+_MEASURES = (('time_us', 'time'), ('algbw_gbps', 'algbw'), ('busbw_gbps', 'busbw'))
+
+
+def _invalid_findings(parsed, host, component):
+    """collectives.invalid_measurement: a time or bandwidth printed as nan/inf, below zero, or a zero time."""
+    bad = []
+    for size, half, block in _halves(parsed):
+        printed = block.get('invalid') or {}
+        for key, label in _MEASURES:
+            value = block.get(key)
+            if key in printed:
+                bad.append('%s %s %s %s' % (human_bytes(size), half, label, printed[key]))
+            elif value is not None and (not math.isfinite(value) or value < 0 or (key == 'time_us' and value == 0 and size > 0)):
+                bad.append('%s %s %s %s' % (human_bytes(size), half, label, value))
+    if not bad:
+        return []
+    shown = bad[:10]
+    return [_finding(
+        host, 'collectives.invalid_measurement', component, SEVERITY_FAIL, shown,
+        'a finite, positive time and a finite bandwidth for every size',
+        '%s printed %d value(s) that are not a measurement: %s%s'
+        % (component, len(bad), ', '.join(shown), ' (and %d more)' % (len(bad) - len(shown)) if len(bad) > len(shown) else ''),
+        REMEDIATION_INVALID)]
+
+
 def evaluate_curve(parsed, curve, host, collective, tolerance=None):
     """Check one parsed nccl-tests run (``_parse_nccl.parse_nccl_tests``) or an allreduce_bench result
     (see ``rows_from_bench``) against ``curve``; return a list of findings (empty when fit).
 
     ``tolerance`` (a fraction, e.g. 0.05) lowers every floor by that share, for profiles that keep the
     nominal numbers but accept noise. Checks: collectives.busbw_low (one finding per curve point that
-    some row misses: the worst row), collectives.wrong_results, collectives.out_of_bounds,
+    some row misses: the worst row), collectives.wrong_results (also a #wrong printed as nan or below
+    zero), collectives.invalid_measurement (a time or bandwidth that is nan, inf or below zero, or a zero
+    time for a size above zero), collectives.out_of_bounds,
     collectives.nccl_error (an error line, or NCCL warnings in a run that did not finish),
     collectives.nccl_warn (warn: NCCL warnings in a run that finished), collectives.incomplete,
     collectives.coverage (warn: the run stopped below a curve point).
@@ -246,20 +310,8 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
     component = '%s_perf' % name
     findings = []
 
-    wrong_rows = []
-    for row in parsed.get('rows') or []:
-        size = int(row['size_bytes'])
-        for half in ('out_of_place', 'in_place'):
-            block = row.get(half) or {}
-            if block.get('wrong'):
-                wrong_rows.append((size, half, block['wrong']))
-    if wrong_rows:
-        total = sum(w for _s, _h, w in wrong_rows)
-        findings.append(_finding(
-            host, 'collectives.wrong_results', component, SEVERITY_FAIL, total, 0,
-            '%s returned %d wrong element(s): %s' % (component, total, ', '.join(
-                '%s %s: %d' % (human_bytes(s), h.replace('_', '-'), w) for s, h, w in wrong_rows)),
-            REMEDIATION_WRONG))
+    findings.extend(_wrong_findings(parsed, host, component))
+    findings.extend(_invalid_findings(parsed, host, component))
 
     oob = parsed.get('out_of_bounds')
     if oob and not oob.get('ok', True):
@@ -304,17 +356,31 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
     return findings
 
 
+def _bench_value(entry, key, invalid, count=False):
+    """One figure of an allreduce_bench size entry: a finite number (an int for ``count``), None where
+    absent; anything else (nan, inf, text, a negative count) is None and kept in ``invalid``."""
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if not count:
+            return value
+        if 0 <= value <= 2 ** 64 and value == int(value):
+            return int(value)
+    invalid[key] = str(value)[:20]
+    return None
+
+
 def rows_from_bench(result, collective='all_reduce'):
-    """Turn an allreduce_bench.py result ({sizes: [{size_bytes, time_us, algbw_gbps, busbw_gbps}], ...})
-    into the parsed shape that evaluate_curve and derive_curve read."""
+    """Turn an allreduce_bench.py result ({sizes: [{size_bytes, time_us, algbw_gbps, busbw_gbps, wrong}], ...})
+    into the parsed shape that evaluate_curve and derive_curve read (nan/inf figures in ``invalid``)."""
     rows = []
     for entry in result.get('sizes') or []:
-        rows.append({
-            'size_bytes': int(entry['size_bytes']),
-            'out_of_place': {'time_us': entry.get('time_us'), 'algbw_gbps': entry.get('algbw_gbps'),
-                             'busbw_gbps': entry.get('busbw_gbps'), 'wrong': None},
-            'in_place': None,
-        })
+        block = {'invalid': {}}
+        for key in ('time_us', 'algbw_gbps', 'busbw_gbps'):
+            block[key] = _bench_value(entry, key, block['invalid'])
+        block['wrong'] = _bench_value(entry, 'wrong', block['invalid'], count=True)
+        rows.append({'size_bytes': int(entry['size_bytes']), 'out_of_place': block, 'in_place': None})
     return {
         'collective': normalise_collective(collective),
         'rows': rows,

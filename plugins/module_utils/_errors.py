@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 
 EXCERPT_CHARS = 400
 
@@ -32,6 +33,49 @@ class ParseError(ValueError):
         self.reason = reason
         self.excerpt = excerpt(text)
         super(ParseError, self).__init__('cannot parse %s output: %s' % (source, reason))
+
+
+# Numbers read from a tool's text: integers (counters, sizes, ids, ports) fit in MAX_INT; a token longer
+# than MAX_NUMBER_CHARS is never a number a tool prints (and int() of more than 4,300 digits raises
+# ValueError on Python 3.11+, while Python 3.8 would convert any length: the bound is ours).
+MAX_INT = 2 ** 64
+MAX_NUMBER_CHARS = 64
+
+
+def _number_token(value, source, what, text):
+    token = value.strip() if isinstance(value, str) else value
+    if not isinstance(token, str) or not token:
+        raise ParseError(source, '%s is not a number: %r' % (what, excerpt(token, 40)), text)
+    if len(token) > MAX_NUMBER_CHARS:
+        raise ParseError(source, '%s is not a number: %s... (%d characters)' % (what, token[:20], len(token)), text)
+    return token
+
+
+def int_from_text(value, source, what, text=None, low=0, high=MAX_INT, base=10):
+    """An integer read from a tool's text, ``low <= n <= high``; anything else (not an integer, too many
+    digits, out of range) is a ParseError of ``source`` naming ``what``, never ValueError."""
+    token = _number_token(value, source, what, text)
+    try:
+        number = int(token, base)
+    except ValueError:
+        raise ParseError(source, '%s is not an integer: %r' % (what, token), text)
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise ParseError(source, '%s %s is outside %s..%s' % (what, token, low, high), text)
+    return number
+
+
+def float_from_text(value, source, what, text=None, low=None, high=None):
+    """A finite float read from a tool's text (nan, inf and overflowing values are a ParseError)."""
+    token = _number_token(value, source, what, text)
+    try:
+        number = float(token)
+    except (ValueError, OverflowError):
+        raise ParseError(source, '%s is not a number: %r' % (what, token), text)
+    if math.isnan(number) or math.isinf(number):
+        raise ParseError(source, '%s is not a number: %r (not finite)' % (what, token), text)
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise ParseError(source, '%s %s is outside %s..%s' % (what, token, low, high), text)
+    return number
 
 
 SECTION_ERROR_KEY = 'parse_error'

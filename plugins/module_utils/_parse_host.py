@@ -22,11 +22,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import calendar
-import math
 import re
 import time
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
+    MAX_INT, SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
@@ -178,16 +179,16 @@ _UINT_RE = re.compile(r'[0-9]+\Z')
 
 
 def _chrony_float(value, what, text):
-    if not _FLOAT_RE.match(value) or not math.isfinite(float(value)):
+    if not _FLOAT_RE.match(value):
         raise ParseError('chronyc tracking', '%s is not a number: %r' % (what, value[:40]), text)
-    return float(value)
+    return float_from_text(value, 'chronyc tracking', what, text)
 
 
 def _match_num(regex, value, what, text):
     match = regex.match(value)
-    if not match or not math.isfinite(float(match.group(1))):
+    if not match:
         raise ParseError('chronyc tracking', 'unexpected %s: %r' % (what, value[:60]), text)
-    return float(match.group(1)), (match.group(2) if regex.groups > 1 else None)
+    return float_from_text(match.group(1), 'chronyc tracking', what, text), (match.group(2) if regex.groups > 1 else None)
 
 
 def _tracking_result(refid, name, stratum, ref_time, offset, last, rms, freq, resid, skew,
@@ -227,7 +228,7 @@ def _parse_tracking_csv(line, text):
         raise ParseError('chronyc tracking', 'unknown leap status %r' % leap, text)
     # CSV prints chronyd's "current correction": positive means the system clock is *slow*
     # (client.c prints "%.9O" as "slow" when the value is > 0), hence the sign flip.
-    return _tracking_result(refid, name, int(stratum), nums[0], -nums[1], nums[2], nums[3], nums[4],
+    return _tracking_result(refid, name, int_from_text(stratum, 'chronyc tracking', 'stratum', text), nums[0], -nums[1], nums[2], nums[3], nums[4],
                             nums[5], nums[6], nums[7], nums[8], nums[9], leap)
 
 
@@ -270,7 +271,7 @@ def _parse_tracking_text(lines, text):
     if freq is not None and freq_word == 'slow':
         freq = -freq
     return _tracking_result(
-        refid, name, int(fields['stratum']),
+        refid, name, int_from_text(fields['stratum'], 'chronyc tracking', 'Stratum', text),
         _ref_time(fields['ref time (utc)']) if 'ref time (utc)' in fields else None,
         offset,
         opt('last offset', _SECONDS_RE)[0],
@@ -340,8 +341,8 @@ def _split_endpoint(endpoint, text):
         raise ParseError('ss', 'empty address in %r' % endpoint, text)
     if port == '*':
         port = None
-    elif port.isdigit() and port.isascii() and int(port) <= 65535:
-        port = int(port)
+    elif port.isdigit() and port.isascii():
+        port = int_from_text(port, 'ss', 'port', text, high=65535)
     else:
         raise ParseError('ss', 'port is not numeric (run ss with -n): %r' % endpoint, text)
     return address, port, interface or None
@@ -375,7 +376,7 @@ def parse_ss_listening(text):
         users = _SS_USER_RE.findall(rest)
         process, pid = None, None
         if users:
-            process, pid = users[0][0], int(users[0][1])
+            process, pid = users[0][0], int_from_text(users[0][1], 'ss', 'pid', text)
         result.append({
             'proto': proto,
             'state': state,
@@ -384,8 +385,8 @@ def parse_ss_listening(text):
             'interface': interface,
             'process': process,
             'pid': pid,
-            'recv_q': int(recv_q),
-            'send_q': int(send_q),
+            'recv_q': int_from_text(recv_q, 'ss', 'Recv-Q', text),
+            'send_q': int_from_text(send_q, 'ss', 'Send-Q', text),
         })
     return result
 
@@ -417,7 +418,7 @@ def parse_df(text):
         header = _DF_HEADER_RE.match(line)
         if header:
             unit = (header.group(2) or '').replace('iB', '').replace('B', '') or ''
-            factor = int(header.group(1)) * _DF_UNITS.get(unit, 1)
+            factor = int_from_text(header.group(1), 'df', 'block size', text, low=1) * _DF_UNITS.get(unit, 1)
             continue
         match = _DF_ROW_RE.match(line)
         if not match:
@@ -425,14 +426,14 @@ def parse_df(text):
         fs, size, used, avail, percent, mount = match.groups()
 
         def num(value):
-            return None if value == '-' else int(value) * factor
+            return None if value == '-' else int_from_text(value, 'df', 'block count', text, high=MAX_INT // factor) * factor
 
         result.append({
             'filesystem': fs,
             'size_bytes': num(size),
             'used_bytes': num(used),
             'free_bytes': num(avail),
-            'use_percent': None if percent == '-' else int(percent[:-1]),
+            'use_percent': None if percent == '-' else int_from_text(percent[:-1], 'df', 'use%', text),
             'mount': mount,
         })
     return result
@@ -451,7 +452,7 @@ def parse_ulimit_memlock(text):
     if value == 'unlimited':
         return {'unlimited': True, 'kib': None}
     if value.isdigit() and value.isascii():
-        return {'unlimited': False, 'kib': int(value)}
+        return {'unlimited': False, 'kib': int_from_text(value, 'ulimit -l', 'locked-memory limit', text)}
     raise ParseError('ulimit -l', 'not a number or "unlimited": %r' % value[:80], text)
 
 
@@ -564,6 +565,10 @@ _NCCL_CODE_RE = re.compile(r'^[0-9]{4,6}$')
 _NCCL_TUPLE_RE = re.compile(r'\(([0-9]+), ?([0-9]+), ?([0-9]+)\)')
 
 
+def _nccl_dotted(parts, text):
+    return '%d.%d.%d' % tuple(int_from_text(part, 'nccl version', 'version component', text, high=1 << 31) for part in parts)
+
+
 def parse_nccl_version(text):
     """Return the NCCL version as ``"major.minor.patch"``.
 
@@ -580,17 +585,17 @@ def parse_nccl_version(text):
     for line in lines:
         match = _NCCL_BANNER_RE.search(line)
         if match:
-            return '%d.%d.%d' % tuple(int(g) for g in match.groups())
+            return _nccl_dotted(match.groups(), text)
     if len(lines) == 1:
         value = lines[0]
         tuples = _NCCL_TUPLE_RE.findall(value)
         if len(tuples) == 1:
-            return '%d.%d.%d' % tuple(int(g) for g in tuples[0])
+            return _nccl_dotted(tuples[0], text)
         match = _NCCL_DOTTED_RE.match(value)
         if match:
-            return '%d.%d.%d' % tuple(int(g) for g in match.groups())
+            return _nccl_dotted(match.groups(), text)
         if _NCCL_CODE_RE.match(value):
-            code = int(value)
+            code = int_from_text(value, 'nccl version', 'version code', text)
             if code >= 10000:
                 major, rest = divmod(code, 10000)
             else:
@@ -626,7 +631,8 @@ def parse_ps(text):
             raise ParseError('ps', 'not a "pid ppid user etimes args" line: %r' % line[:100], text)
         pid, ppid, user, etimes, args = match.groups()
         args = (args or '').strip()
-        if int(ppid) in (0, 2) and args.startswith('[') and args.endswith(']'):
+        pid, ppid, etimes = (int_from_text(value, 'ps', what, text) for value, what in ((pid, 'pid'), (ppid, 'ppid'), (etimes, 'etimes')))
+        if ppid in (0, 2) and args.startswith('[') and args.endswith(']'):
             continue
-        rows.append({'pid': int(pid), 'ppid': int(ppid), 'user': user, 'etimes': int(etimes), 'args': args})
+        rows.append({'pid': pid, 'ppid': ppid, 'user': user, 'etimes': etimes, 'args': args})
     return rows

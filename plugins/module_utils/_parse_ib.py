@@ -14,10 +14,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
+    SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
@@ -52,12 +53,9 @@ _INT_PORT_KEYS = ('base_lid', 'lmc', 'sm_lid')
 
 def _int(value, source, what, text):
     value = value.strip()
-    try:
-        if value.lower().startswith('0x'):
-            return int(value, 16)
-        return int(value, 10)
-    except ValueError:
-        raise ParseError(source, '%s is not an integer: %r' % (what, value), text)
+    if value.lower().startswith('0x'):
+        return int_from_text(value, source, what, text, base=16)
+    return int_from_text(value, source, what, text)
 
 
 def _rate(value, source, text):
@@ -65,9 +63,7 @@ def _rate(value, source, text):
     match = _RATE_RE.match(value.strip())
     if not match:
         raise ParseError(source, 'rate is not a number: %r' % value, text)
-    number = float(match.group(1))
-    if not math.isfinite(number):
-        raise ParseError(source, 'rate is not a number: %r' % value[:40], text)
+    number = float_from_text(match.group(1), source, 'rate', text, high=1e6)
     return int(number) if number == int(number) else number
 
 
@@ -152,7 +148,7 @@ def parse_ibstat(text):
             raise ParseError('ibstat', 'unexpected line before the first CA: %r' % line[:80], text)
         match = _PORT_RE.match(line)
         if match:
-            number = str(int(match.group(1)))
+            number = str(int_from_text(match.group(1), 'ibstat', 'port number', text, high=255))
             twice = number in ca['ports']
             port = ca['ports'].setdefault(number, _new_port())
             where['port'] = number
@@ -206,10 +202,9 @@ def parse_ib_counters(text):
         if not match:
             raise ParseError('ib counters', 'not a sysfs counter line: %r' % line[:120], text)
         ca_name, port, counter, value = match.groups()
-        try:
-            number = int(value, 10)
-        except ValueError:
+        if not re.match(r'[0-9]+\Z', value.strip()):
             continue
-        port = str(int(port))
+        number = int_from_text(value, 'ib counters', '%s/%s counter %s' % (ca_name, port, counter), text)
+        port = str(int_from_text(port, 'ib counters', 'port number', text, high=255))
         result.setdefault(ca_name, {}).setdefault(port, {})[counter] = number
     return result

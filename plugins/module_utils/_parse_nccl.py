@@ -14,7 +14,7 @@ print on stdout.
     devices: [{rank, group, pid, host, device, bus_id, name}]
     nranks: 4                    # len(devices), None when no device line was printed
     rows: [{size_bytes, count, type, redop, root,
-            out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong},
+            out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong, invalid},
             in_place: {...} | None}]          # None when the binary prints only one block
                                  # every row printed, in order: with -N R (run cycles) each size appears R times
     cycles: 3                    # sweeps printed (-N 3; 1 for a plain run, 0 when no row was printed)
@@ -28,7 +28,10 @@ print on stdout.
     complete: true               # the "Avg bus bandwidth" trailer was printed
 
 ``#wrong`` is an int, or None where the binary printed ``N/A`` (``-c 0``, or in-place results that
-are not checked). Times are microseconds, bandwidths GB/s (10^9 bytes per second), as printed.
+are not checked). A value printed as ``nan``/``inf`` (or a ``#wrong`` that is negative) is None and
+its printed text is kept in the block's ``invalid`` ({column: printed}, empty when every value was a
+finite number): the checks report it (collectives.invalid_measurement, collectives.wrong_results).
+Times are microseconds, bandwidths GB/s (10^9 bytes per second), as printed.
 NCCL_DEBUG=INFO/TRACE lines are skipped (except for the version, transport and network they name).
 Lines of the launcher (mpirun, srun, ssh) that are none of the above are ignored.
 """
@@ -40,7 +43,7 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import MAX_INT, ParseError, float_from_text, int_from_text
 
 SOURCE = 'nccl-tests'
 
@@ -82,6 +85,8 @@ _TIMESTAMP = re.compile(r'^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$')
 # A result block is "time algbw busbw #wrong", optionally followed by "#bitdiff" and the per-iteration
 # columns "i_min i_max i_p99 i_cv%" (newer nccl-tests, read from the column header).
 _BASE_BLOCK = 4
+# a #wrong above this is not a count of elements (no GPU holds 2**64 of them)
+MAX_WRONG = 2 ** 64
 
 
 def _clean(text):
@@ -89,9 +94,13 @@ def _clean(text):
     return text.replace('\r\n', '\n').replace('\r', '\n')
 
 
+def _int(token, what, line, low=0):
+    return int_from_text(token, SOURCE, what, line, low=low)
+
+
 def _decode_nccl_code(code):
     """NCCL_VERSION_CODE -> "X.Y.Z" (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before)."""
-    code = int(code)
+    code = _int(code, 'nccl-library code', code)
     if code <= 0:
         return None
     if code >= 20900:
@@ -100,24 +109,26 @@ def _decode_nccl_code(code):
 
 
 def _number(token, what, line):
+    """A printed measurement: a finite float, or None for nan/inf (the checks report those)."""
     try:
         value = float(token)
     except ValueError:
-        raise ParseError(SOURCE, 'bad %s %r in result row' % (what, token), line)
+        raise ParseError(SOURCE, 'bad %s %r in result row' % (what, token[:40]), line)
     if math.isnan(value) or math.isinf(value):
         return None
     return value
 
 
 def _wrong(token, line):
+    """#wrong: (count, None), (None, None) for N/A, or (None, token) when not a count (nan, inf, -1)."""
     if token.upper() in ('N/A', 'NA', '-'):
-        return None
+        return None, None
     value = _number(token, '#wrong', line)
-    if value is None or value < 0:
-        return None
+    if value is None or value < 0 or value > MAX_WRONG:
+        return None, token[:20]
     if value != int(value):
-        raise ParseError(SOURCE, 'bad #wrong %r in result row' % token, line)
-    return int(value)
+        raise ParseError(SOURCE, 'bad #wrong %r in result row' % token[:40], line)
+    return int(value), None
 
 
 def _block_layout(rest):
@@ -135,12 +146,15 @@ def _block_layout(rest):
 
 
 def _parse_block(tokens, line):
-    return {
-        'time_us': _number(tokens[0], 'time', line),
-        'algbw_gbps': _number(tokens[1], 'algbw', line),
-        'busbw_gbps': _number(tokens[2], 'busbw', line),
-        'wrong': _wrong(tokens[3], line),
-    }
+    block = {'invalid': {}}
+    for key, what, token in (('time_us', 'time', tokens[0]), ('algbw_gbps', 'algbw', tokens[1]), ('busbw_gbps', 'busbw', tokens[2])):
+        block[key] = _number(token, what, line)
+        if block[key] is None:
+            block['invalid'][key] = token[:20]
+    block['wrong'], printed = _wrong(tokens[3], line)
+    if printed is not None:
+        block['invalid']['wrong'] = printed
+    return block
 
 
 def _parse_row(match, block, line):
@@ -149,11 +163,11 @@ def _parse_row(match, block, line):
     while rest and _TIMESTAMP.match(rest[-1]):
         rest.pop()
     row = {
-        'size_bytes': int(match.group('size')),
-        'count': int(match.group('count')),
+        'size_bytes': _int(match.group('size'), 'size', line),
+        'count': _int(match.group('count'), 'count', line),
         'type': match.group('type'),
         'redop': match.group('redop'),
-        'root': int(match.group('root')),
+        'root': _int(match.group('root'), 'root', line, low=-MAX_INT),
     }
     if not rest:
         return row, 0
@@ -172,10 +186,10 @@ def _config(line):
     config = {}
     for key, pattern in _CONFIG_KEYS:
         found = re.search(pattern, line, re.I)
-        config[key] = int(found.group(1)) if found else None
+        config[key] = _int(found.group(1), key, line) if found else None
     step = _STEP.search(line)
-    config['step_factor'] = int(step.group(1)) if step and step.group(2) == 'factor' else None
-    config['step_bytes'] = int(step.group(1)) if step and step.group(2) == 'bytes' else None
+    config['step_factor'] = _int(step.group(1), 'step', line) if step and step.group(2) == 'factor' else None
+    config['step_bytes'] = _int(step.group(1), 'step', line) if step and step.group(2) == 'bytes' else None
     return config
 
 
@@ -235,11 +249,11 @@ def _comment_line(result, line, state):
     device = _DEVICE.match(line)
     if device:
         result['devices'].append({
-            'rank': int(device.group('rank')),
-            'group': int(device.group('group')) if device.group('group') is not None else None,
-            'pid': int(device.group('pid')),
+            'rank': _int(device.group('rank'), 'rank', line),
+            'group': _int(device.group('group'), 'group', line) if device.group('group') is not None else None,
+            'pid': _int(device.group('pid'), 'pid', line),
             'host': device.group('host'),
-            'device': int(device.group('device')),
+            'device': _int(device.group('device'), 'device', line),
             'bus_id': device.group('bus').strip(),
             'name': device.group('name').strip() or None,
         })
@@ -254,17 +268,12 @@ def _comment_line(result, line, state):
 def _trailer_line(result, line):
     oob = _OOB.match(line)
     if oob:
-        count = int(oob.group('count'))
+        count = _int(oob.group('count'), 'out of bounds count', line)
         result['out_of_bounds'] = {'count': count, 'ok': count == 0 and (oob.group('status') or 'OK').upper() == 'OK'}
         return True
     avg = _AVG.match(line)
     if avg:
-        try:
-            result['avg_busbw_gbps'] = float(avg.group('bw'))
-        except ValueError:
-            raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw'), line)
-        if not math.isfinite(result['avg_busbw_gbps']):
-            raise ParseError(SOURCE, 'bad average bus bandwidth %r' % avg.group('bw')[:40], line)
+        result['avg_busbw_gbps'] = float_from_text(avg.group('bw'), SOURCE, 'average bus bandwidth', line)
         result['complete'] = True
         return True
     return False
@@ -284,7 +293,7 @@ def _row_line(result, line, state, last):
         if not last:
             raise
         state['cut'] = True       # the text ends inside a row: keep its parameters only
-        row = dict((k, int(match.group(k)) if k in ('size', 'count', 'root') else match.group(k))
+        row = dict((k, _int(match.group(k), k, line, low=-MAX_INT) if k in ('size', 'count', 'root') else match.group(k))
                    for k in ('size', 'count', 'type', 'redop', 'root'))
         row['size_bytes'] = row.pop('size')
         blocks = 0

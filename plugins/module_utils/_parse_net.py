@@ -21,8 +21,14 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
+    MAX_INT, SECTION_ERROR_KEY, ParseError, int_from_text, section_error,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
+
+
+def _not_finite(name):
+    raise ValueError('%s is not a number JSON allows' % name)
 
 
 def _json(text, source):
@@ -30,7 +36,7 @@ def _json(text, source):
     if not body:
         return None
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_not_finite)
     except ValueError as exc:
         raise ParseError(source, 'invalid JSON: %s' % exc, text)
     except RecursionError:
@@ -99,6 +105,8 @@ def _link(entry, name):
         mtu = entry.get('mtu')
         if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)):
             raise ParseError('ip link', '%s: mtu is not an integer: %r' % (name, mtu))
+        if mtu is not None and not 0 <= mtu <= MAX_INT:
+            raise ParseError('ip link', '%s: mtu %s is outside 0..2**64' % (name, str(mtu)[:40]))
         return mtu
 
     def checked_linkinfo():
@@ -146,7 +154,7 @@ def _speed(value, text):
     match = _SPEED_RE.match(value)
     if not match:
         raise ParseError('ethtool', 'unexpected Speed: %r' % value, text)
-    number = int(match.group(1))
+    number = int_from_text(match.group(1), 'ethtool', 'Speed', text, high=MAX_INT // 1000)
     return number * 1000 if match.group(2) == 'G' else number
 
 
@@ -201,7 +209,7 @@ def parse_ethtool(text):
         elif key == 'port':
             result['port'] = value or None
         elif key == 'lanes':
-            result['lanes'] = int(value) if re.match(r'[0-9]+\Z', value) else None
+            result['lanes'] = int_from_text(value, 'ethtool', 'Lanes', text) if re.match(r'[0-9]+\Z', value) else None
     if not seen:
         raise ParseError('ethtool', 'missing "Settings for IF:" header', text)
     return result
@@ -287,7 +295,7 @@ def parse_roce_ecn(text):
             continue
         if value not in ('0', '1'):
             raise ParseError('roce ecn', 'enable value is not 0/1: %r' % value, text)
-        result[point][str(int(prio))] = value == '1'
+        result[point][str(int_from_text(prio, 'roce ecn', 'priority', text, high=7))] = value == '1'
     return result
 
 
@@ -311,8 +319,8 @@ def _opt_int(data, key, text):
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParseError('dcb pfc', '%s is not an integer: %r' % (key, value), text)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
+        raise ParseError('dcb pfc', '%s is not an integer in 0..2**64: %s' % (key, str(value)[:40]), text)
     return value
 
 
@@ -343,7 +351,7 @@ def parse_dcb_pfc(text):
     for key, value in items:
         if not isinstance(key, str) or not key.isdigit() or not key.isascii():
             raise ParseError('dcb pfc', 'priority is not a number: %r' % (key,), text)
-        prio_pfc[str(int(key))] = _flag(value, 'prio_pfc[%s]' % key, text)
+        prio_pfc[str(int_from_text(key, 'dcb pfc', 'priority', text, high=7))] = _flag(value, 'prio_pfc[%s]' % key[:40], text)
     macsec = data.get('macsec_bypass')
     return {
         'enabled_priorities': sorted(int(k) for k, v in prio_pfc.items() if v),
@@ -392,19 +400,19 @@ def parse_mlnx_qos(text):
             continue
         match = _PFC_ROW_RE.match(line)
         if match:
-            rows[match.group(1)] = [int(v) for v in match.group(2).split()]
+            rows[match.group(1)] = [int_from_text(v, 'mlnx_qos', match.group(1), text) for v in match.group(2).split()]
             continue
         match = _TC_RE.match(line)
         if match:
             current_tc = {'tsa': match.group(3).lower(),
-                          'bw_percent': int(match.group(4)) if match.group(4) else None,
+                          'bw_percent': int_from_text(match.group(4), 'mlnx_qos', 'bw', text, high=100) if match.group(4) else None,
                           'ratelimit': match.group(2).strip(),
                           'priorities': []}
-            tcs[str(int(match.group(1)))] = current_tc
+            tcs[str(int_from_text(match.group(1), 'mlnx_qos', 'tc', text, high=7))] = current_tc
             continue
         match = _TC_PRIO_RE.match(line)
         if match and current_tc is not None:
-            current_tc['priorities'].append(int(match.group(1)))
+            current_tc['priorities'].append(int_from_text(match.group(1), 'mlnx_qos', 'priority', text, high=7))
             continue
         # dscp2prio mapping, buffer sizes, cable length and other lines are not needed here
     if 'enabled' not in rows:

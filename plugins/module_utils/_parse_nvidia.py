@@ -17,7 +17,9 @@ import math
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, section_error
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
+    MAX_INT, SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
+)
 
 # The fields the probe passes to ``nvidia-smi --query-gpu=<fields> --format=csv``.
 QUERY_GPU_FIELDS = (
@@ -154,7 +156,7 @@ def _convert(source, kind, value, what, text):
         match = _INT_WITH_UNIT.match(value)
         if not match:
             raise ParseError(source, '%s is not a number: %r' % (what, value[:40]), text)
-        return int(match.group(1))
+        return int_from_text(match.group(1), source, what, text, low=-MAX_INT)
     low = value.lower()
     if low in _TRUE_WORDS:
         return True
@@ -169,7 +171,7 @@ def _query_row(source, columns, number, row):
     device = dict((key, None) for key, _names, _kind in _QUERY_KEYS)
     if len(cells) != len(columns):
         if columns[0] == 'index' and re.match(r'^\d+$', cells[0]):
-            device['index'] = int(cells[0])
+            device['index'] = int(cells[0]) if len(cells[0]) <= 6 else None
         reason = 'row %d has %d values for %d columns' % (number, len(cells), len(columns))
     else:
         reason = None
@@ -263,7 +265,7 @@ def _xml_int(value, what, text):
     match = _INT_WITH_UNIT.match(value.strip())
     if not match:
         raise ParseError(_XML_SOURCE, '%s is not a number: %r' % (what, value[:40]), text)
-    return int(match.group(1))
+    return int_from_text(match.group(1), _XML_SOURCE, what, text, low=-MAX_INT)
 
 
 def _xml_bool(value, what, text):
@@ -679,7 +681,7 @@ def parse_nvlink_status(text):
             continue
         gpu = _NVLINK_GPU.match(stripped)
         if gpu:
-            key = str(int(gpu.group(1)))
+            key = str(int_from_text(gpu.group(1), source, 'GPU index', text, high=1 << 16))
             header = stripped
             if key in result:
                 current = result[key]
@@ -700,11 +702,16 @@ def parse_nvlink_status(text):
             continue
         value = link.group(2).strip()
         speed = _NVLINK_SPEED.match(value)
-        gbps = float(speed.group(1)) * _SPEED_SCALE[speed.group(2).upper()] if speed else None
+        try:
+            number = int_from_text(link.group(1), source, 'link number', text, high=1 << 16)
+            gbps = float_from_text(speed.group(1), source, 'link speed', text) * _SPEED_SCALE[speed.group(2).upper()] if speed else None
+        except ParseError as err:
+            problem(err.reason, stripped)
+            continue
         if gbps is not None and math.isfinite(gbps):
-            current['links'].append({'link': int(link.group(1)), 'speed_gbps': round(gbps, 6), 'active': True})
+            current['links'].append({'link': number, 'speed_gbps': round(gbps, 6), 'active': True})
         elif _NVLINK_DOWN.search(value):
-            current['links'].append({'link': int(link.group(1)), 'speed_gbps': None, 'active': False})
+            current['links'].append({'link': number, 'speed_gbps': None, 'active': False})
         else:
             problem('cannot read the state of link %s: %r' % (link.group(1), value[:40]), stripped)
     return result
@@ -748,14 +755,17 @@ def parse_xid_events(text):
         found = _XID_PID.match(rest)
         if found:
             value = found.group('pid').strip()
-            pid = int(value) if value.isdigit() else None
+            pid = int(value) if re.match(r'[0-9]{1,20}\Z', value) and int(value) <= MAX_INT else None
             rest = rest[found.end():]
             found = _XID_NAME.match(rest)
             if found:
                 value = found.group('name').strip().strip("'")
                 name = None if value in ('', '<unknown>') else value
                 rest = rest[found.end():]
-        events.append({'xid': int(match.group('xid')), 'pci': match.group('pci'), 'pid': pid,
+        xid = match.group('xid')
+        if len(xid) > 20 or int(xid) > MAX_INT:
+            continue   # not an Xid number the driver prints
+        events.append({'xid': int(xid), 'pci': match.group('pci'), 'pid': pid,
                        'name': name, 'message': rest.strip(), 'line': line.strip()})
     return events
 

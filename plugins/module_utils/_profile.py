@@ -15,6 +15,7 @@ __metaclass__ = type
 import copy
 import difflib
 import fnmatch
+import math
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
@@ -497,7 +498,7 @@ def _scalar(ctx, key, spec, value):
     elif kind == 'float':
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             _wrong_type(ctx, key, spec, value)
-        value = float(value)
+        value = _finite(ctx, key, value)
         _check_range(ctx, key, spec, value)
     elif kind == 'str':
         if not isinstance(value, str):
@@ -521,6 +522,18 @@ def _scalar(ctx, key, spec, value):
         value = _port(ctx, key, value)
     _check_choices(ctx, key, spec, value)
     return value
+
+
+def _finite(ctx, key, value):
+    """A threshold as a float; NaN (YAML .nan), infinities (.inf) and ints too large for a float are errors:
+    a NaN compares false with every measurement, so it would switch the check off without a word."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = float('inf')
+    if math.isnan(number) or math.isinf(number):
+        ctx.error(key, 'must be a finite number, got %s' % type_name(value))
+    return number
 
 
 def _port(ctx, key, value):
@@ -788,6 +801,8 @@ def schema_markdown():
         '',
         '- Unknown keys are errors (with a "did you mean" suggestion); so are wrong types and values',
         '  outside the listed choices.',
+        '- Numbers are finite: `.nan`, `.inf` and `-.inf` (or a number too large for a float) are errors,',
+        '  never a threshold that no measurement can fail.',
         '- Versions are strings: quote them (`"13.0"`, not `13.0`). A version pattern matches a version',
         '  that starts with its components (`"580"` and `"580."` match 580.159.04, `"2.28"` does not match',
         '  2.2.1) or is a glob (`"580.*"`); `*_min` keys compare numerically, component by component.',

@@ -45,6 +45,9 @@ WORKLOAD_CHECKS = {
                        'hostfile slots and -np of mpirun, that mpirun starts the binary on every node (an MPI-less build '
                        'runs one single-node job per process), -g, CUDA_VISIBLE_DEVICES, and that every GPU is visible '
                        '(nvidia-smi -L on each node).'},
+    'collectives.invalid_measurement': {
+        'title': 'Benchmark printed a time or bandwidth that is not a measurement (nan, inf, zero time)',
+        'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_INVALID},
     'collectives.coverage': {
         'title': 'Benchmark stopped below a curve point', 'default_severity': 'warn', 'remediation': _collectives.REMEDIATION_COVERAGE},
     'workload.failed': {
@@ -220,10 +223,6 @@ def evaluate_torch_allreduce(run, profile, host, component='torch all_reduce'):
         findings.append(_finding(host, 'workload.failed', component, result.get('error') or 'failed', 'ok',
                                  '%s failed: %s' % (component, result.get('error'))))
     parsed = _collectives.rows_from_bench(result)
-    wrong = sum(int(s.get('wrong') or 0) for s in result.get('sizes') or [])
-    if wrong:
-        findings.append(_finding(host, 'collectives.wrong_results', component, wrong, 0,
-                                 '%s returned %d wrong element(s)' % (component, wrong)))
     curve = (((profile or {}).get('collectives') or {}).get('all_reduce') or {}).get('curve')
     for f in _collectives.evaluate_curve(parsed, curve or [], host, 'all_reduce'):
         if f['check'] in ('collectives.incomplete', 'collectives.nccl_error') and not result.get('ok', False):

@@ -77,6 +77,23 @@ def test_torch_allreduce_against_a_curve():
     assert ('collectives.wrong_results', 'fail') in checks(_workloads.evaluate_torch_allreduce(run(wrong), profile, 'h'))
 
 
+@pytest.mark.parametrize('key,value,check', [
+    ('busbw_gbps', float('nan'), 'collectives.invalid_measurement'),
+    ('busbw_gbps', float('inf'), 'collectives.invalid_measurement'),
+    ('time_us', 0, 'collectives.invalid_measurement'),
+    ('wrong', float('nan'), 'collectives.wrong_results'),
+    ('wrong', -1, 'collectives.wrong_results'),
+])
+def test_torch_allreduce_non_finite_is_a_finding(key, value, check):
+    """json.dumps writes NaN/Infinity, json.loads reads them back: a nan busbw used to pass the curve."""
+    profile = {'collectives': {'all_reduce': {'curve': [{'min_bytes': 1 << 20, 'busbw_gbps_min': 100.0}]}}}
+    size = {'size_bytes': 1 << 20, 'time_us': 10, 'algbw_gbps': 120, 'busbw_gbps': 120, 'wrong': 0}
+    size[key] = value
+    findings = _workloads.evaluate_torch_allreduce(run({'ok': True, 'world_size': 2, 'sizes': [size]}), profile, 'h')
+    assert checks(findings) == [(check, 'fail')]
+    assert findings[0]['component'] == 'torch all_reduce'
+
+
 def test_result_lines_and_task_errors():
     with pytest.raises(ParseError):
         _workloads.parse_result_lines('XUANWU_RESULT {not json')

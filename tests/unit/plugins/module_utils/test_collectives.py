@@ -154,6 +154,66 @@ def test_wrong_results():
     assert 'per GPU' in wrong['remediation'] or 'per single GPU' in wrong['remediation']
 
 
+NON_FINITE_HEADER = """# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809
+# Collective test starting: all_reduce_perf
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+"""
+NON_FINITE_TRAILER = """# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 300.1
+"""
+GOOD_ROW = '  1073741824     268435456     float     sum      -1   4546.93  236.15  354.22      0   4546.68  236.16  354.24      0'
+
+
+@pytest.mark.parametrize('row,check,said', [
+    ('  1073741824     268435456     float     sum      -1   4546.93  236.15     nan      0   4546.68  236.16  354.24      0',
+     'collectives.invalid_measurement', '1 GiB out-of-place busbw nan'),
+    ('  1073741824     268435456     float     sum      -1   4546.93     inf     inf      0   4546.68  236.16  354.24      0',
+     'collectives.invalid_measurement', '1 GiB out-of-place busbw inf'),
+    ('  1073741824     268435456     float     sum      -1      0.00  236.15  354.22      0   4546.68  236.16  354.24      0',
+     'collectives.invalid_measurement', '1 GiB out-of-place time 0.0'),
+    ('  1073741824     268435456     float     sum      -1   4546.93  236.15  354.22      0       nan  236.16  354.24      0',
+     'collectives.invalid_measurement', '1 GiB in-place time nan'),
+    ('  1073741824     268435456     float     sum      -1   4546.93  236.15  354.22    nan   4546.68  236.16  354.24      0',
+     'collectives.wrong_results', '1 GiB out-of-place: nan (not a count)'),
+    ('  1073741824     268435456     float     sum      -1   4546.93  236.15  354.22      0   4546.68  236.16  354.24     -1',
+     'collectives.wrong_results', '1 GiB in-place: -1 (not a count)'),
+])
+def test_non_finite_measurement_is_a_finding(row, check, said):
+    """Issue 8 item 6: a nan/inf/zero-time measurement or a #wrong of nan/-1 used to pass silently."""
+    curve = [{'min_bytes': GIB, 'busbw_gbps_min': 300.0}]
+    good = parse_nccl_tests(NON_FINITE_HEADER + GOOD_ROW + '\n' + NON_FINITE_TRAILER)
+    assert col.evaluate_curve(good, curve, 'n', 'all_reduce') == []
+    findings = col.evaluate_curve(parse_nccl_tests(NON_FINITE_HEADER + row + '\n' + NON_FINITE_TRAILER), curve, 'n', 'all_reduce')
+    assert [f['check'] for f in findings] == [check]
+    assert findings[0]['severity'] == 'fail' and findings[0]['component'] == 'all_reduce_perf'
+    assert said in findings[0]['message'], findings[0]['message']
+    assert set(findings[0]) == FINDING_KEYS
+
+
+def test_zero_busbw_of_tiny_and_empty_sizes_is_not_a_finding():
+    """nccl-tests prints busbw 0.00 for sizes of a few bytes and times near 1 us for size 0: real output."""
+    for path in REAL:
+        assert 'collectives.invalid_measurement' not in _checks(col.evaluate_curve(_parse(path), [], 'n', None))
+
+
+@pytest.mark.parametrize('entry,check', [
+    ({'busbw_gbps': float('nan')}, 'collectives.invalid_measurement'),
+    ({'busbw_gbps': float('inf'), 'algbw_gbps': float('inf')}, 'collectives.invalid_measurement'),
+    ({'time_us': 0}, 'collectives.invalid_measurement'),
+    ({'time_us': 'NaN'}, 'collectives.invalid_measurement'),
+    ({'wrong': float('nan')}, 'collectives.wrong_results'),
+    ({'wrong': -1}, 'collectives.wrong_results'),
+    ({'wrong': 1.5}, 'collectives.wrong_results'),
+])
+def test_bench_non_finite_measurement_is_a_finding(entry, check):
+    good = {'size_bytes': GIB, 'time_us': 4000.0, 'algbw_gbps': 268.0, 'busbw_gbps': 402.0, 'wrong': 0}
+    curve = [{'min_bytes': GIB, 'busbw_gbps_min': 300.0}]
+    assert col.evaluate_curve(col.rows_from_bench({'ok': True, 'sizes': [good]}), curve, 'n', 'all_reduce') == []
+    bench = {'ok': True, 'sizes': [dict(good, **entry)]}
+    findings = col.evaluate_curve(col.rows_from_bench(bench), curve, 'n', 'all_reduce')
+    assert [f['check'] for f in findings] == [check]
+
+
 @pytest.mark.parametrize('name,where', [
     ('nccl-tests_all_reduce_perf_truncated.txt', 'after 64 MiB'),
     ('nccl-tests_all_reduce_perf_timeout.txt', 'after 1 GiB'),
@@ -198,6 +258,10 @@ def test_threshold_semantics():
         col.threshold_for([{'min_bytes': 'x'}], 1)
     with pytest.raises(ProfileError):
         col.evaluate_curve({'rows': [], 'complete': True}, [{'min_bytes': -1, 'busbw_gbps_min': 1}], 'n', 'all_reduce')
+    for floor in (float('nan'), float('inf'), 10 ** 400):
+        with pytest.raises(ProfileError) as err:
+            col.threshold_for([{'min_bytes': 1, 'busbw_gbps_min': floor}], 1)
+        assert 'curve[0]' in str(err.value)
 
 
 def test_tolerance_lowers_the_floor():

@@ -12,7 +12,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite, numbers_injected
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
@@ -153,6 +153,15 @@ def test_only_parse_error_escapes(parser, data):
     # @given on the test itself (not an inner function) so that --hypothesis-show-statistics
     # reports the examples run for each parser.
     _check(parser, data.draw(mutated(parser)))
+
+
+@pytest.mark.parametrize('parser', PARSERS, ids=lambda parser: parser.__name__)
+@SETTINGS
+@given(data=st.data())
+def test_huge_and_non_finite_numbers(parser, data):
+    """Issue 8 item 7: numbers of a real capture replaced by 4,300+ digit runs, values past 2**64 or
+    65535, nan and inf: only ParseError escapes, every number in the result is finite and bounded."""
+    _check(parser, data.draw(numbers_injected(TEXTS[parser])))
 
 
 @pytest.mark.parametrize('parser', PARSERS, ids=lambda parser: parser.__name__)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import evaluate_curve
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite, numbers_injected
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,6 +99,13 @@ def test_random_text(text):
 @given(st.lists(st.sampled_from([line for text in TEXTS for line in text.split('\n')[:60]]), max_size=30))
 def test_shuffled_real_lines(lines):
     _check('\n'.join(lines))
+
+
+@SETTINGS
+@given(numbers_injected(TEXTS))
+def test_huge_and_non_finite_numbers(text):
+    """Issue 8 item 7: 4,300+ digit runs, values past 2**64, nan and inf in place of real numbers."""
+    _check(text)
 
 
 def test_not_text():

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite, numbers_injected
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
@@ -191,6 +191,19 @@ def test_fuzz_normalise_bus_id(text):
     result = _only_parse_errors(nv.normalise_bus_id, text)
     if result is not None:
         assert nv.normalise_bus_id(result) == result
+
+
+NUMERIC_PARSERS = [('query_gpu', nv.parse_query_gpu), ('smi_xml', nv.parse_smi_xml), ('topo', nv.parse_topo_matrix),
+                   ('nvlink', nv.parse_nvlink_status), ('kernel_log', nv.parse_xid_events),
+                   ('proc_version', nv.parse_proc_driver_version), ('nvcc', nv.parse_nvcc_version)]
+
+
+@pytest.mark.parametrize('key,func', NUMERIC_PARSERS, ids=[key for key, _func in NUMERIC_PARSERS])
+@SETTINGS
+@given(data=st.data())
+def test_huge_and_non_finite_numbers(key, func, data):
+    """Issue 8 item 7: 4,300+ digit runs, values past 2**64, nan and inf in place of the captures' numbers."""
+    _only_parse_errors(func, data.draw(numbers_injected(TEXTS[key])))
 
 
 @pytest.mark.parametrize('func', [nv.parse_query_gpu, nv.parse_smi_xml, nv.parse_topo_matrix, nv.parse_nvlink_status,

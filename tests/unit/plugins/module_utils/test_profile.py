@@ -291,3 +291,70 @@ def test_docs_profiles_md_is_generated():
     with open(os.path.join(ROOT, 'docs', 'profiles.md')) as handle:
         committed = handle.read()
     assert committed == schema_markdown(), 'docs/profiles.md is stale: regenerate it with _profile.schema_markdown()'
+
+
+def _float_thresholds(spec, path=()):
+    """(path, spec) of every float in the schema; a path step is a key, '[]' (list item) or '*' (map value)."""
+    kind = spec['type']
+    if kind == 'float':
+        yield path, spec
+    elif kind == 'dict':
+        for name, child in spec['keys'].items():
+            yield from _float_thresholds(child, path + (name,))
+    elif kind == 'map':
+        yield from _float_thresholds(spec['values'], path + ('*',))
+    elif kind == 'list':
+        yield from _float_thresholds(spec['elements'], path + ('[]',))
+
+
+def _override_at(path, value, spec=None):
+    """An override document that sets the float at ``path`` to ``value``, and the dotted key an error names."""
+    spec = SCHEMA if spec is None else spec
+    if not path:
+        return value, ''
+    step, rest = path[0], path[1:]
+    if step == '[]':
+        inner, key = _override_at(rest, value, spec['elements'])
+        return [inner], '[0]' + ('.' + key if key else '')
+    if step == '*':
+        name = (spec.get('key') or {}).get('choices', ['ib0'])[0]
+        inner, key = _override_at(rest, value, spec['values'])
+        return {name: inner}, name + ('.' + key if key else '')
+    inner, key = _override_at(rest, value, spec['keys'][step])
+    return {step: inner}, step + (key if key.startswith('[') else '.' + key if key else '')
+
+
+FLOATS = list(_float_thresholds(SCHEMA))
+
+
+def test_every_float_threshold_is_found():
+    assert len(FLOATS) >= 10
+    assert ('collectives', '*', 'curve', '[]', 'busbw_gbps_min') in [path for path, _spec in FLOATS]
+
+
+@pytest.mark.parametrize('path', [path for path, _spec in FLOATS], ids=['.'.join(path) for path, _spec in FLOATS])
+@pytest.mark.parametrize('value', ['.nan', '.NaN', '.inf', '-.Inf', '1.0e+999', '1' + '0' * 400])
+def test_non_finite_thresholds_are_profile_errors(path, value):
+    """Issue 8 item 6: a threshold of .nan compared false with every measurement and switched the check off."""
+    number = yaml.safe_load('v: %s' % value)['v']
+    document, key = _override_at(path, number)
+    with pytest.raises(ProfileError) as err:
+        check_override(document, 'host_vars/node7.yml')
+    assert err.value.path == 'host_vars/node7.yml' and err.value.key == key, str(err.value)
+    assert 'must be a finite number' in str(err.value) and '\n' not in str(err.value)
+
+
+@pytest.mark.parametrize('text,key', [
+    ('collectives:\n  all_reduce:\n    curve:\n      - {min_bytes: 1024, busbw_gbps_min: .nan}\n',
+     'collectives.all_reduce.curve[0].busbw_gbps_min'),
+    ('infiniband: {ports_min: 1, rate_gbps_min: .inf}\n', 'infiniband.rate_gbps_min'),
+    ('host:\n  time: {max_offset_ms: .NaN}\n', 'host.time.max_offset_ms'),
+])
+def test_non_finite_thresholds_in_profiles_and_overrides(text, key):
+    data = minimal(**yaml.safe_load(text))
+    err = error_of(data, 'profiles/site.yml')
+    assert str(err).startswith('profiles/site.yml: %s: must be a finite number' % key)
+    base = validate_profile(minimal(gpu={'count': 2}))
+    with pytest.raises(ProfileError) as merged:
+        merge_profile(base, yaml.safe_load(text), 'group_vars/rack7.yml')
+    assert merged.value.path == 'group_vars/rack7.yml' and merged.value.key == key
