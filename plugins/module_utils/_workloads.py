@@ -135,9 +135,18 @@ def evaluate_task_error(run, host, component):
                      'the task "%s" failed: %s' % (run.get('task'), excerpt(run.get('message') or '', 600)))]
 
 
+# Reasons a stage measured nothing that more than one role gives: the role passes the key.
+NOT_MEASURED_REASONS = {
+    'no_nccl_tests': 'no nccl-tests binaries: set nccl_tests_build_archive (with nccl_tests_build_sha256) or '
+                     'xuanwu_nccl_tests_bin_dir',
+}
+
+
 def evaluate_not_measured(run, host):
-    """A stage that was requested and measured nothing (``run``: ``stage``, ``reason``, optional ``component``)."""
+    """A stage that was requested and measured nothing (``run``: ``stage``, ``reason`` — a text or a key of
+    NOT_MEASURED_REASONS — optional ``component``)."""
     stage = run.get('stage') or 'workload'
+    run = dict(run, reason=NOT_MEASURED_REASONS.get(run.get('reason'), run.get('reason')))
     return [_finding(host, 'workload.not_measured', run.get('component') or stage, 'not measured: %s' % (run.get('reason') or 'no run'),
                      'a measurement', '%s was requested but not measured: %s' % (stage, run.get('reason') or 'no run'))]
 
