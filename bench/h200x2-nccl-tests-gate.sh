@@ -11,7 +11,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 [ $# -ge 3 ] || { sed -n '5,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 OUTDIR="$(mkdir -p "$1" && cd "$1" && pwd)"; FIRST="$2"; LAST="$3"; DEADLINE="${4:-0}"
 ARCHIVE="$ROOT/files/nccl-tests-2.19.6.tar.gz"
@@ -32,6 +32,7 @@ for i in $(seq "$FIRST" "$LAST"); do
     mkdir -p "$run/nccl-tests" "$run/bin"
     # Each binary is reached through a wrapper that keeps its output (the report keeps figures only).
     for coll in all_reduce all_gather reduce_scatter alltoall sendrecv; do
+        # shellcheck disable=SC2016  # the $@ and $(date) are for the wrapper, not for this script
         printf '#!/bin/bash\nset -o pipefail\n"%s/current/bin/%s_perf" "$@" 2>&1 | tee "%s/nccl-tests/%s_perf-$(date +%%s%%N).txt"\n' \
             "$PREFIX" "$coll" "$run" "$coll" > "$run/bin/${coll}_perf"
         chmod +x "$run/bin/${coll}_perf"
