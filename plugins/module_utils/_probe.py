@@ -17,6 +17,8 @@ import os
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
+from ansible_collections.xuanwu.cluster.plugins.module_utils._bundle import BundleError, MANIFEST
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
@@ -24,8 +26,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidi
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
-BUNDLE_FORMAT_VERSION = 1
-MANIFEST = 'manifest.json'
+BUNDLE_FORMAT_VERSION = _bundle.BUNDLE_FORMAT_VERSION
 
 GROUPS = ('host', 'gpu', 'xid', 'infiniband', 'network', 'software')
 
@@ -172,12 +173,13 @@ def select_interfaces(links, wanted=None):
 
 class Output(object):
     def __init__(self, status, command, rc=None, stdout='', stderr='', alternative=None):
-        self.status = status          # ok | missing | failed | skipped
+        self.status = status          # ok | missing | failed | skipped | parse_error (a bundle file not read)
         self.command = command
         self.rc = rc
         self.stdout = stdout or ''
         self.stderr = stderr or ''
         self.alternative = alternative
+        self.note = None
 
 
 class LiveRunner(object):
@@ -257,19 +259,17 @@ def read_globs(patterns):
 
 
 class ReplayRunner(object):
-    """Reads a capture bundle: ``manifest.json`` plus one file per probe (docs/capture-format.md)."""
+    """Reads a capture bundle: ``manifest.json`` plus one file per probe (docs/capture-format.md).
 
-    def __init__(self, directory):
+    The bundle is untrusted input (_bundle): an invalid manifest is a BundleError; a file of one probe
+    that cannot be read (a symbolic link, a FIFO, larger than ``max_bytes``) spoils only that probe
+    (status ``parse_error`` naming the file and the reason).
+    """
+
+    def __init__(self, directory, max_bytes=_bundle.MAX_FILE_BYTES):
         self.directory = directory
-        path = os.path.join(directory, MANIFEST)
-        try:
-            with open(path, 'r') as handle:
-                manifest = json.load(handle)
-        except (IOError, OSError) as err:
-            raise BundleError('cannot read capture bundle manifest %s: %s' % (path, err))
-        except ValueError as err:
-            raise BundleError('capture bundle manifest %s is not valid JSON: %s' % (path, err))
-        self.manifest = validate_manifest(manifest, path)
+        self.max_bytes = max_bytes
+        self.manifest = _bundle.load_manifest(directory, max_bytes)
         self.entries = dict((e['probe'], e) for e in self.manifest['probes'])
 
     def keys(self):
@@ -284,39 +284,21 @@ class ReplayRunner(object):
             if candidate.command.split(' ')[0] == entry['command'].split(' ')[0]:
                 alt = candidate
                 break
-        stdout = ''
-        if entry.get('file'):
-            path = os.path.join(self.directory, entry['file'])
-            try:
-                with open(path, 'r') as handle:
-                    stdout = handle.read()
-            except (IOError, OSError) as err:
-                raise BundleError('capture bundle %s: cannot read %s: %s' % (self.directory, entry['file'], err))
         rc = entry.get('rc', 0)
+        try:
+            stdout, replaced = _bundle.read_entry(self.directory, entry, self.max_bytes)
+        except BundleError as err:
+            return Output('parse_error', entry['command'], rc=rc, stderr=str(err), alternative=alt)
         status = entry.get('status') or ('ok' if rc == 0 else ('missing' if rc == 127 else 'failed'))
-        return Output(status, entry['command'], rc=rc, stdout=stdout, stderr=entry.get('stderr', ''), alternative=alt)
+        out = Output(status, entry['command'], rc=rc, stdout=stdout, stderr=entry.get('stderr', ''), alternative=alt)
+        if replaced:
+            out.note = '%s: %d byte sequence(s) that are not UTF-8 were read as U+FFFD' % (entry['file'], replaced)
+        return out
 
 
-class BundleError(Exception):
-    pass
-
-
-def validate_manifest(manifest, path):
-    if not isinstance(manifest, dict):
-        raise BundleError('%s: the manifest must be a JSON object' % path)
-    if manifest.get('format_version') != BUNDLE_FORMAT_VERSION:
-        raise BundleError('%s: format_version must be %d, found %r' % (path, BUNDLE_FORMAT_VERSION, manifest.get('format_version')))
-    probes = manifest.get('probes')
-    if not isinstance(probes, list):
-        raise BundleError('%s: "probes" must be a list' % path)
-    for i, entry in enumerate(probes):
-        if not isinstance(entry, dict) or not isinstance(entry.get('probe'), str) or not isinstance(entry.get('command'), str):
-            raise BundleError('%s: probes[%d] needs string keys "probe" and "command"' % (path, i))
-        if entry.get('file') is not None and (not isinstance(entry['file'], str) or os.path.isabs(entry['file']) or '..' in entry['file'].split('/')):
-            raise BundleError('%s: probes[%d].file must be a relative path inside the bundle' % (path, i))
-        if not isinstance(entry.get('rc', 0), int):
-            raise BundleError('%s: probes[%d].rc must be an integer' % (path, i))
-    return manifest
+def validate_manifest(manifest, directory):
+    """Check a capture bundle's manifest (_bundle.validate_manifest); a BundleError names the key that is wrong."""
+    return _bundle.validate_manifest(manifest, directory)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,6 +321,8 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
         if capture is not None and out.status != 'skipped':
             capture(probe, out)
         record = {'status': out.status, 'command': out.command, 'rc': out.rc, 'error': None, 'excerpt': None}
+        if out.note:
+            record['note'] = out.note
         if out.status == 'ok' or (out.status == 'failed' and out.stdout.strip() and probe.name == 'disks'):
             try:
                 parsed[probe.key] = out.alternative.parser(out.stdout)
@@ -353,6 +337,8 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
                           excerpt=excerpt(out.stdout) or None)
         elif out.status in ('missing', 'skipped'):
             record['error'] = (out.stderr or '').strip()[:400] or None
+        elif out.status == 'parse_error':
+            record['error'] = out.stderr
         statuses[probe.key] = record
         for key, parser in DERIVED_PARSERS.get(probe.key, ()) if record['status'] == 'ok' else ():
             try:
@@ -564,7 +550,12 @@ def bundle_filename(key):
 
 
 class BundleWriter(object):
-    """Collects raw outputs during a probe and writes them as a capture bundle."""
+    """Collects raw outputs during a probe and writes them as a capture bundle.
+
+    ``write`` makes ``directory`` fresh with mode 0700 (or uses it when it is an empty directory of the
+    running user, _bundle.private_dir) and creates every file exclusively with mode 0600, never
+    through a symbolic link: a planted ``manifest.json`` link is an error, not a file overwritten.
+    """
 
     def __init__(self, directory):
         self.directory = directory
@@ -585,14 +576,14 @@ class BundleWriter(object):
         return manifest
 
     def write(self, meta=None):
-        if not os.path.isdir(self.directory):
-            os.makedirs(self.directory)
-        for name, text in self.files.items():
-            with open(os.path.join(self.directory, name), 'w') as handle:
-                handle.write(text)
-        with open(os.path.join(self.directory, MANIFEST), 'w') as handle:
-            json.dump(self.manifest(meta), handle, indent=2, sort_keys=True)
-            handle.write('\n')
+        """Write the bundle; a BundleError (the directory refused) or OSError (a file not created) otherwise."""
+        dir_fd = _bundle.private_dir(self.directory)
+        try:
+            for name in sorted(self.files):
+                _bundle.write_private(dir_fd, name, self.files[name])
+            _bundle.write_private(dir_fd, MANIFEST, json.dumps(self.manifest(meta), indent=2, sort_keys=True) + '\n')
+        finally:
+            os.close(dir_fd)
         return sorted(self.files) + [MANIFEST]
 
 

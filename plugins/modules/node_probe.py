@@ -57,10 +57,18 @@ options:
     description:
       - Read the raw outputs from this capture bundle directory instead of running the tools.
       - The directory is read on the host the module runs on; replayed hosts normally use C(ansible_connection=local).
+      - A bundle is untrusted input. An invalid C(manifest.json) fails the task with a message naming the key.
+        A probe's file that is a symbolic link, not a regular file, or larger than 64 MiB is not read; that probe
+        gets status C(parse_error) naming the file and the reason. Bytes that are not UTF-8 are read as U+FFFD.
+        See C(docs/capture-format.md).
     type: path
   capture_dir:
     description:
       - Also save every raw output, with a C(manifest.json), as a capture bundle in this directory.
+      - The directory is made with mode 0700 when it does not exist (its parent must exist). An existing path
+        is used only when it is an empty directory owned by the user the module runs as, and not a symbolic
+        link; anything else is refused, so pick a new directory per capture (C(playbooks/capture.yml) uses
+        a fresh temporary directory). Files are created with mode 0600 and never through a symbolic link.
     type: path
   timeout:
     description:
@@ -229,6 +237,8 @@ def main():
         if not module.check_mode:
             try:
                 files = writer.write(meta)
+            except _probe.BundleError as err:
+                module.fail_json(msg='cannot write the capture bundle: %s' % err)
             except (IOError, OSError) as err:
                 module.fail_json(msg='cannot write the capture bundle to %s: %s' % (p['capture_dir'], err))
         result['changed'] = True

@@ -46,7 +46,11 @@ options:
     type: int
     default: 900
   replay_dir:
-    description: Capture bundle to read the output from instead of running O(argv).
+    description:
+      - Capture bundle to read the output from instead of running O(argv).
+      - A bundle is untrusted input; it is read as C(docs/capture-format.md) says (regular files inside the bundle only,
+        at most 64 MiB each, the manifest validated). A bundle that breaks those rules fails the task with a message
+        naming the bundle, the file or manifest key, and the reason.
     type: path
   replay_key:
     description: Probe key of the output in the bundle's manifest (for example C(nccl_tests:all_reduce)).
@@ -109,35 +113,29 @@ skipped_reason:
   type: str
 '''
 
-import json
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import shlex_quote
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
 
 
 def _replay(module, directory, key):
-    path = os.path.join(directory, 'manifest.json')
     try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-        entries = dict((e['probe'], e) for e in manifest['probes'])
-    except (IOError, OSError, ValueError, KeyError, TypeError) as err:
-        module.fail_json(msg='cannot read capture bundle manifest %s: %s' % (path, err))
-    entry = entries.get(key)
-    if entry is None:
-        return None
-    text = ''
-    if entry.get('file'):
-        try:
-            with open(os.path.join(directory, entry['file'])) as handle:
-                text = handle.read()
-        except (IOError, OSError) as err:
-            module.fail_json(msg='capture bundle %s: cannot read %s: %s' % (directory, entry['file'], err))
-    return dict(exit_code=entry.get('rc', 0), stdout=text, output_tail=(text + entry.get('stderr', ''))[-4000:],
-                seconds=float(entry.get('seconds') or 0.0), timed_out=entry.get('rc') == 124,
-                command=entry.get('command', key))
+        manifest = _bundle.load_manifest(directory)
+        entry = dict((e['probe'], e) for e in manifest['probes']).get(key)
+        if entry is None:
+            return None
+        text, replaced = _bundle.read_entry(directory, entry)
+    except _bundle.BundleError as err:
+        module.fail_json(msg=str(err))
+    rc = entry.get('rc', 0)
+    tail = text + entry.get('stderr', '')
+    if replaced:
+        tail += '\n[%s: %d byte sequence(s) that are not UTF-8 were read as U+FFFD]' % (entry['file'], replaced)
+    return dict(exit_code=rc, stdout=text, output_tail=tail[-4000:], seconds=float(entry.get('seconds') or 0.0),
+                timed_out=rc == 124, command=entry['command'])
 
 
 def main():
