@@ -49,8 +49,8 @@ options:
     description:
       - Capture bundle to read the output from instead of running O(argv).
       - A bundle is untrusted input; it is read as C(docs/capture-format.md) says (regular files inside the bundle only,
-        at most 64 MiB each, the manifest validated). A bundle that breaks those rules fails the task with a message
-        naming the bundle, the file or manifest key, and the reason.
+        at most 64 MiB each, the manifest validated). An invalid manifest fails the task with a message naming the
+        bundle, the key and the reason; a file of the entry that is not read is returned as RV(skipped_reason) (not measured).
     type: path
   replay_key:
     description: Probe key of the output in the bundle's manifest (for example C(nccl_tests:all_reduce)).
@@ -108,7 +108,9 @@ command:
   returned: always
   type: str
 skipped_reason:
-  description: Why nothing ran (check mode, or the key is not in the bundle).
+  description:
+    - Why nothing ran or was replayed (check mode, the key is not in the bundle, or its file in the bundle is not read:
+      a symbolic link, not a regular file, larger than 64 MiB). M(xuanwu.cluster.workload_check) reports it as not measured.
   returned: when nothing ran
   type: str
 '''
@@ -122,14 +124,19 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
 
 
 def _replay(module, directory, key):
+    """The recorded run ``key`` of the bundle (None when absent). An invalid manifest fails the task; a file
+    of the entry that is not read (docs/capture-format.md) is a run not measured, with the reason."""
     try:
         manifest = _bundle.load_manifest(directory)
-        entry = dict((e['probe'], e) for e in manifest['probes']).get(key)
-        if entry is None:
-            return None
-        text, replaced = _bundle.read_entry(directory, entry)
     except _bundle.BundleError as err:
         module.fail_json(msg=str(err))
+    entry = dict((e['probe'], e) for e in manifest['probes']).get(key)
+    if entry is None:
+        return None
+    try:
+        text, replaced = _bundle.read_entry(directory, entry)
+    except _bundle.BundleError as err:
+        return dict(command=entry['command'], skipped_reason=str(err))
     rc = entry.get('rc', 0)
     tail = text + entry.get('stderr', '')
     if replaced:

@@ -1,6 +1,7 @@
 """node_probe and workload_run with hostile capture bundles, run as Ansible runs a module (a child process
 reading its arguments from a file): a clear failure naming the key or the file, never a traceback, never a
-hang, never a file outside the bundle read or one outside capture_dir written."""
+hang, never a file outside the bundle read or one outside capture_dir written. A recorded workload run whose
+file is not read is not measured (skipped_reason), which workload_check fails as workload.not_measured."""
 import json
 import os
 import shutil
@@ -86,8 +87,11 @@ def test_workload_replay_reads_no_link_and_no_fifo(tmp_path, bundle, plant):
         os.symlink(plant, str(bundle / 'nccl_tests__all_reduce.txt'))
         kind = 'a symbolic link'
     result = replay_workload(tmp_path, bundle)
-    assert result.get('failed') is True, result
-    assert result['msg'] == 'capture bundle %s: nccl_tests__all_reduce.txt: is %s; a bundle holds only regular files' % (bundle, kind)
+    assert not result.get('failed'), result
+    # not measured (workload_check reports it), never read through the link
+    assert (result['exit_code'], result['stdout']) == (None, '')
+    assert result['skipped_reason'] == 'capture bundle %s: nccl_tests__all_reduce.txt: is %s; a bundle holds only regular files' % (
+        bundle, kind)
     assert 'root:x:0:0' not in json.dumps(result)
 
 
