@@ -284,6 +284,10 @@ def private_dir(path):
 def write_private(dir_fd, name, text):
     """Create ``name`` (mode 0600) in the directory ``dir_fd`` and write ``text``; an existing name,
     a symbolic link included, is an OSError (EEXIST), never overwritten."""
+    try:
+        data = text.encode('utf-8', 'surrogateescape')    # the bytes the tool printed (run_command's decoding)
+    except UnicodeEncodeError:
+        data = text.encode('utf-8', 'replace')
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE, dir_fd=dir_fd)
     with os.fdopen(fd, 'wb') as handle:
-        handle.write(text.encode('utf-8', 'surrogateescape'))
+        handle.write(data)

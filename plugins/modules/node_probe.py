@@ -122,9 +122,15 @@ EXAMPLES = r'''
   xuanwu.cluster.node_probe:
     stage: end
 
-- name: Save a support bundle while probing
+- name: Make a private temporary directory for a support bundle
+  ansible.builtin.tempfile:
+    state: directory
+    prefix: xuanwu-bundle.
+  register: bundle_tmp
+
+- name: Save a support bundle while probing (capture_dir is made by the module, mode 0700)
   xuanwu.cluster.node_probe:
-    capture_dir: /var/tmp/xuanwu-bundle
+    capture_dir: "{{ bundle_tmp.path }}/bundle"
 
 - name: Analyse a bundle a customer sent, offline
   xuanwu.cluster.node_probe:
@@ -167,7 +173,7 @@ bundle:
   description: The capture bundle written (or that would be written in check mode).
   returned: when O(capture_dir) is set
   type: dict
-  sample: {directory: /var/tmp/xuanwu-bundle, files: [manifest.json, nvidia_query_gpu.txt]}
+  sample: {directory: /tmp/xuanwu-bundle.k2j4x9/bundle, files: [manifest.json, nvidia_query_gpu.txt]}
 '''
 
 import re

@@ -378,3 +378,16 @@ def test_capture_writes_a_private_bundle_that_replays(tmp_path, exists):
     facts = _probe.probe(_probe.ReplayRunner(str(capture)), groups=('host',))
     assert facts['probes']['uname']['status'] == 'ok' and facts['host']['kernel']
 
+
+
+def test_capture_keeps_the_bytes_a_tool_printed(tmp_path):
+    """run_command decodes undecodable bytes as lone surrogates: the bundle holds the original bytes, and the
+    replay reads them as U+FFFD with a note."""
+    capture = tmp_path / 'capture'
+    writer = _probe.BundleWriter(str(capture))
+    writer(FakeProbe(), _probe.Output('ok', 'uname -a', rc=0, stdout=b'Linux n\xe91 6.8.0 #1 SMP x86_64 GNU/Linux\n'.decode(
+        'utf-8', 'surrogateescape')))
+    writer.write()
+    assert (capture / 'uname.txt').read_bytes() == b'Linux n\xe91 6.8.0 #1 SMP x86_64 GNU/Linux\n'
+    facts = _probe.probe(_probe.ReplayRunner(str(capture)), groups=('host',))
+    assert facts['probes']['uname']['note'] == 'uname.txt: 1 byte sequence(s) that are not UTF-8 were read as U+FFFD'
