@@ -109,8 +109,8 @@ command:
   type: str
 skipped_reason:
   description:
-    - Why nothing ran or was replayed (check mode, the key is not in the bundle, or its file in the bundle is not read:
-      a symbolic link, not a regular file, larger than 64 MiB). M(xuanwu.cluster.workload_check) reports it as not measured.
+    - Why nothing ran or was replayed (check mode, the key is not in the bundle, or its file in the bundle is not read,
+      being a symbolic link, not a regular file, or larger than 64 MiB). M(xuanwu.cluster.workload_check) reports it as not measured.
   returned: when nothing ran
   type: str
 '''
