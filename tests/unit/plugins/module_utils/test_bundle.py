@@ -379,7 +379,6 @@ def test_capture_writes_a_private_bundle_that_replays(tmp_path, exists):
     assert facts['probes']['uname']['status'] == 'ok' and facts['host']['kernel']
 
 
-
 def test_capture_keeps_the_bytes_a_tool_printed(tmp_path):
     """run_command decodes undecodable bytes as lone surrogates: the bundle holds the original bytes, and the
     replay reads them as U+FFFD with a note."""
