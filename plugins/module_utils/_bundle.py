@@ -110,6 +110,9 @@ def read_file(directory, name, max_bytes=MAX_FILE_BYTES):
             raise BundleError(directory, name, 'cannot read it: %s' % (err.strerror or err))
         if not stat.S_ISREG(before.st_mode):
             raise BundleError(directory, name, 'is %s; a bundle holds only regular files' % _kind(before.st_mode))
+        if before.st_nlink > 1:
+            # a hard link may name a file outside the bundle just as a symbolic link does
+            raise BundleError(directory, name, 'has %d hard links; a bundle holds only files of their own' % before.st_nlink)
         try:
             fd = os.open(parts[-1], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=fds[-1])
         except (IOError, OSError) as err:
@@ -172,7 +175,15 @@ def load_manifest(directory, max_bytes=MAX_FILE_BYTES):
         manifest = json.loads(text)
     except ValueError as err:
         raise BundleError(directory, MANIFEST, 'is not valid JSON: %s' % err)
+    except RecursionError:
+        raise BundleError(directory, MANIFEST, 'is not a manifest: its JSON is nested too deeply')
     return validate_manifest(manifest, directory)
+
+
+def _shown(value, limit=80):
+    """``repr`` of a manifest value for an error message, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else '%s... (%d characters)' % (text[:limit], len(text))
 
 
 def _is_int(value):
@@ -189,20 +200,20 @@ def _check_entry(entry, where):
         return where, 'must be an object, found %s' % type(entry).__name__
     for key in ('probe', 'command'):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
-            return '%s.%s' % (where, key), 'must be a non-empty string, found %r' % (entry.get(key),)
+            return '%s.%s' % (where, key), 'must be a non-empty string, found %s' % _shown(entry.get(key))
     if 'rc' in entry and not _is_int(entry['rc']):
-        return '%s.rc' % where, 'must be an integer (exit code), found %r' % (entry['rc'],)
+        return '%s.rc' % where, 'must be an integer (exit code), found %s' % _shown(entry['rc'])
     if 'status' in entry:
         if entry['status'] not in STATUSES:
-            return '%s.status' % where, '%r is not one of %s' % (entry['status'], ', '.join(STATUSES))
+            return '%s.status' % where, '%s is not one of %s' % (_shown(entry['status']), ', '.join(STATUSES))
         if entry['status'] == 'ok' and entry.get('rc', 0) != 0:
             return '%s.status' % where, "'ok' with rc %r: a probe that exits non-zero is not ok" % (entry['rc'],)
     if entry.get('file') is not None and _parts(entry['file']) is None:
-        return '%s.file' % where, 'must be a relative path inside the bundle, found %r' % (entry['file'],)
+        return '%s.file' % where, 'must be a relative path inside the bundle, found %s' % _shown(entry['file'])
     if 'stderr' in entry and not isinstance(entry['stderr'], str):
-        return '%s.stderr' % where, 'must be a string, found %r' % (entry['stderr'],)
+        return '%s.stderr' % where, 'must be a string, found %s' % _shown(entry['stderr'])
     if 'seconds' in entry and entry['seconds'] is not None and not (_is_number(entry['seconds']) and entry['seconds'] >= 0):
-        return '%s.seconds' % where, 'must be a finite number of seconds, 0 or more, found %r' % (entry['seconds'],)
+        return '%s.seconds' % where, 'must be a finite number of seconds, 0 or more, found %s' % _shown(entry['seconds'])
     return None
 
 
@@ -212,7 +223,7 @@ def validate_manifest(manifest, directory):
         raise BundleError(directory, MANIFEST, 'must be a JSON object, found %s' % type(manifest).__name__)
     version = manifest.get('format_version')
     if not _is_int(version) or version != BUNDLE_FORMAT_VERSION:
-        raise BundleError(directory, MANIFEST, 'format_version must be %d, found %r' % (BUNDLE_FORMAT_VERSION, version))
+        raise BundleError(directory, MANIFEST, 'format_version must be %d, found %s' % (BUNDLE_FORMAT_VERSION, _shown(version)))
     probes = manifest.get('probes')
     if not isinstance(probes, list):
         raise BundleError(directory, MANIFEST, 'probes must be a list, found %s' % type(probes).__name__)
@@ -221,7 +232,7 @@ def validate_manifest(manifest, directory):
         where = 'probes[%d]' % i
         problem = _check_entry(entry, where)
         if problem is None and entry['probe'] in seen:
-            problem = '%s.probe' % where, '%r appears twice (also probes[%d])' % (entry['probe'], seen[entry['probe']])
+            problem = '%s.probe' % where, '%s appears twice (also probes[%d])' % (_shown(entry['probe']), seen[entry['probe']])
         if problem is not None:
             raise BundleError(directory, MANIFEST, '%s: %s' % problem)
         seen[entry['probe']] = i

@@ -390,3 +390,26 @@ def test_capture_keeps_the_bytes_a_tool_printed(tmp_path):
     assert (capture / 'uname.txt').read_bytes() == b'Linux n\xe91 6.8.0 #1 SMP x86_64 GNU/Linux\n'
     facts = _probe.probe(_probe.ReplayRunner(str(capture)), groups=('host',))
     assert facts['probes']['uname']['note'] == 'uname.txt: 1 byte sequence(s) that are not UTF-8 were read as U+FFFD'
+
+
+def test_a_hard_link_is_refused_like_a_symlink(bundle, tmp_path):
+    """A hard link names a file that may live outside the bundle (here: one made outside, linked in)."""
+    outside = tmp_path / 'outside-uname.txt'
+    outside.write_text('Linux %s 6.8.0 #1 SMP x86_64 GNU/Linux\n' % SECRET)
+    os.remove(str(bundle / 'uname.txt'))
+    os.link(str(outside), str(bundle / 'uname.txt'))
+    facts = replay(bundle)
+    assert facts['probes']['uname']['error'].endswith('uname.txt: has 2 hard links; a bundle holds only files of their own')
+    assert SECRET not in json.dumps(facts)
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[' * 100000 + ']' * 100000, 'is not a manifest: its JSON is nested too deeply'),
+    ('{"format_version": 1, "probes": [{"probe": "x", "command": "x", "status": "%s"}]}' % ('w' * 5000),
+     "probes[0].status: '%s... (5002 characters) is not one" % ('w' * 79)),  # repr cut to 80 characters
+])
+def test_hostile_manifests_give_short_clear_errors(bundle, text, message):
+    (bundle / 'manifest.json').write_text(text)
+    with pytest.raises(_probe.BundleError) as err:
+        replay(bundle)
+    assert message in str(err.value) and len(str(err.value)) < 400
