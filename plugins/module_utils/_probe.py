@@ -21,7 +21,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import DEFAULT_LEFTOVER_PATTERNS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
 BUNDLE_FORMAT_VERSION = 1

@@ -104,15 +104,10 @@ def test_result_lines_and_task_errors():
         _workloads.evaluate('nope', {}, {}, 'h')
 
 
-def test_every_workload_check_is_documented():
-    with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
-        assert handle.read() == _workloads.checks_markdown(), 'regenerate docs/workload-checks.md'
-
-
 def documented_severities():
-    """{check: default severity} as docs/workload-checks.md states it (its table, read as a user reads it)."""
+    """{check: default severity} as docs/checks.md states it (its table, read as a user reads it)."""
     severities = {}
-    with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
+    with open(os.path.join(ROOT, 'docs', 'checks.md')) as handle:
         for line in handle:
             cells = [c.strip() for c in line.strip().strip('|').split('|')]
             if len(cells) >= 2 and cells[0].startswith('`') and cells[0].endswith('`'):
