@@ -69,8 +69,8 @@ def checks_markdown():
             out += ['| check | severity | what it means | remediation |', '|---|---|---|---|']
             for check in sorted(checks):
                 spec = checks[check]
-                out.append('| `%s` | %s | %s | %s |' % (check, spec['default_severity'], _cell(spec['title']),
-                                                       _cell(spec['remediation'])))
+                out.append('| `%s` | %s | %s | %s |' % (
+                    check, spec['default_severity'], _cell(spec['title']), _cell(spec['remediation'])))
     out += [
         '',
         '## Hosts compared with each other',

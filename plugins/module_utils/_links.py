@@ -139,15 +139,15 @@ def evaluate_counter_growth(run, profile, host):
     if not isinstance(counters, dict):
         why = record.get('error') or record.get('status') or 'not read'
         return [_finding(host, 'workload.ib_counters_unread', 'infiniband counters', why, 'read at the end of the run',
-                        'the InfiniBand error counters were not read again at the end of the run (%s): their growth '
-                        'under load is not measured' % why)]
+                         'the InfiniBand error counters were not read again at the end of the run (%s): their growth '
+                         'under load is not measured' % why)]
     findings = []
     start_ports = _ports(before)
     growth = counter_growth(before, after, sorted(limits))
     for port in sorted(start_ports):
         if port not in growth:
             findings.append(_finding(host, 'workload.ib_counters_unread', port, 'port absent from the end read',
-                                    'read at the end of the run', '%s was not in the counters read at the end of the run' % port))
+                                     'read at the end of the run', '%s was not in the counters read at the end of the run' % port))
             continue
         over, unread = [], []
         for name in sorted(limits):
@@ -159,11 +159,11 @@ def evaluate_counter_growth(run, profile, host):
                 over.append('%s +%d (%d -> %d, max +%d)' % (name, row['growth'], row['before'], row['after'], limits[name]))
         if over:
             findings.append(_finding(host, 'workload.ib_counter_growth', port, ', '.join(over),
-                                    'growth within infiniband.counters_growth_max',
-                                    '%s error counters grew while the load ran: %s' % (port, ', '.join(over))))
+                                     'growth within infiniband.counters_growth_max',
+                                     '%s error counters grew while the load ran: %s' % (port, ', '.join(over))))
         if unread:
             findings.append(_finding(host, 'workload.ib_counters_unread', port, ', '.join(unread), 'read twice',
-                                    '%s: %s read only once, growth not measured' % (port, ', '.join(unread))))
+                                     '%s: %s read only once, growth not measured' % (port, ', '.join(unread))))
     return findings
 
 

@@ -22,7 +22,6 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import C
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import SEVERITIES
 from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
-from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import PCIE_LINK_RANK
 
 
 SCHEMA_VERSION = 1
@@ -89,7 +88,6 @@ def _link(description, **kw):
 
 # nvidia-smi compute modes (nvidia-smi -q -x <compute_mode>, --query-gpu=compute_mode).
 COMPUTE_MODES = ('Default', 'Exclusive_Thread', 'Exclusive_Process', 'Prohibited')
-
 
 
 # InfiniBand error counters that must not grow while the load runs (a link that went down, retrained or
