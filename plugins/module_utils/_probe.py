@@ -466,7 +466,7 @@ def _network_facts(parsed):
         if name in ('ethtool', 'ethtool_driver'):
             entry.update(value)
         elif name == 'roce_ecn' and value and (value.get('np') or value.get('rp')):
-            entry.setdefault('roce', {})['ecn'] = value
+            entry.setdefault('roce', {})['ecn'] = {'np': value['np'], 'rp': value['rp']}
         elif name == 'roce_pfc':
             entry.setdefault('roce', {})['pfc'] = value
             if value.get('trust'):
