@@ -47,6 +47,7 @@ class ActionModule(ActionBase):
                    'component': run.get('component'), 'not_measured': reason}
             kind = 'not_measured'
         run.setdefault('collective', run.get('component'))
+        run = _workloads.with_parsed(kind, run)
         section = 'collectives_multinode' if args['scope'] == 'multinode' else 'collectives'
         if profile:
             try:

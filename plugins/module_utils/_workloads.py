@@ -19,6 +19,8 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Pars
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
 RESULT_TAG = 'XUANWU_RESULT'
+# kinds whose output holds XUANWU_RESULT lines
+RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak')
 
 _e = _findings.entry
 # The checks of this module's evaluators (the catalogue of every check: plugins/module_utils/_catalogue.py).
@@ -86,6 +88,29 @@ def parse_result_lines(text):
     return results
 
 
+def _parse(run, parser):
+    """``run``'s output through ``parser``: taken from ``run['parsed']`` when ``with_parsed`` put it there
+    (each output is parsed once per judgement), else parsed now. Raises ParseError."""
+    if 'parsed' in run:
+        if isinstance(run['parsed'], ParseError):
+            raise run['parsed']
+        return run['parsed']
+    return parser(run.get('stdout') or '')
+
+
+def with_parsed(kind, run):
+    """A copy of ``run`` that carries its output parsed (key ``parsed``: the result, or the ParseError), for
+    ``evaluate`` and ``summarise_run`` to share one parse."""
+    parser = parse_nccl_tests if kind == 'nccl_tests' else parse_result_lines if kind in RESULT_KINDS else None
+    if parser is None or 'parsed' in run:
+        return run
+    try:
+        parsed = parser(run.get('stdout') or '')
+    except ParseError as err:
+        parsed = err
+    return dict(run, parsed=parsed)
+
+
 def _rc(run):
     """The run's exit code (``exit_code`` from workload_run, ``rc`` from a plain command result)."""
     return run.get('exit_code', run.get('rc'))
@@ -143,7 +168,7 @@ def evaluate_nccl_tests(run, profile, host, component=None):
     findings = []
     failure = _run_failure(host, component, run, 'nccl-tests')
     try:
-        parsed = parse_nccl_tests(run.get('stdout') or '')
+        parsed = _parse(run, parse_nccl_tests)
     except ParseError as err:
         if failure:
             return [failure]
@@ -176,7 +201,7 @@ def _single_result(run, host, component, what):
     """(result dict or None, findings) for a torch workload run with one result line."""
     failure = _run_failure(host, component, run, what)
     try:
-        results = parse_result_lines(run.get('stdout') or '')
+        results = _parse(run, parse_result_lines)
     except ParseError as err:
         return None, [failure or _finding(host, 'workload.failed', component, 'unparsable result', 'a %s line' % RESULT_TAG,
                                           '%s: %s (%s)' % (component, err.reason, err.excerpt))]
@@ -305,12 +330,12 @@ def summarise_run(kind, run):
         return keep
     try:
         if kind == 'nccl_tests':
-            parsed = parse_nccl_tests(run.get('stdout') or '')
+            parsed = _parse(run, parse_nccl_tests)
             keep['avg_busbw_gbps'] = parsed.get('avg_busbw_gbps')
             keep['busbw_gbps'] = dict((str(size), busbw) for size, busbw in _collectives.busbw_by_size(parsed).items())
             keep['cycles'] = parsed.get('cycles')
         else:
-            results = parse_result_lines(run.get('stdout') or '')
+            results = _parse(run, parse_result_lines)
             if results:
                 result = results[-1]
                 if kind == 'torch_allreduce':
