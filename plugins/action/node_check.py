@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _hygiene
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _hygiene, _judge
 
 CONSISTENCY_KEYS = ('software.driver_version', 'software.nccl_version', 'software.cuda_toolkit_version', 'host.kernel.release')
 
@@ -60,18 +60,19 @@ class ActionModule(ActionBase):
         ports = _hygiene.job_ports(env=args['job_env'], mpirun_args=args['job_mpirun_args'], extra=args['job_ports'])
         profile = _hygiene.with_job_ports(profile, ports)
         try:
-            findings = _checks.evaluate(facts, profile, host)
+            judge = _judge.Judge(profile)
         except ProfileError as err:
             result['failed'] = True
             result['msg'] = str(err)
             return result
+        findings = judge.node(facts, host)
         if args['consistency']:
             peers = _peer_facts(task_vars, host, task_vars.get('xuanwu_profile_path'))
             if len(peers) > 1:
-                findings.extend(f for f in _checks.evaluate_group(peers, keys=CONSISTENCY_KEYS, profile=profile) if f.get('host') == host)
-        summary = _checks.summarise(findings)
+                findings.extend(f for f in judge.group(peers, keys=CONSISTENCY_KEYS) if f.get('host') == host)
+        summary = _findings.summarise(findings)
         status = summary['status']
-        failing = [f for f in findings if f['severity'] == 'fail' or (args['fail_on'] == 'warn' and f['severity'] == 'warn')]
+        failing = [f for f in findings if _findings.is_failing(f, args['fail_on'])]
         result.update(
             changed=False,
             findings=findings,

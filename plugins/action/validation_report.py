@@ -13,7 +13,7 @@ import time
 from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _paths, _report
 
 
@@ -68,7 +68,7 @@ class ActionModule(ActionBase):
         directory = os.path.join(args['report_dir'], _paths.safe_name(args['run_id']))
         files = {
             'report.json': _report.render_json(report),
-            'junit.xml': _report.render_junit(report, dict((k, v.get('title')) for k, v in _checks.CHECKS.items())),
+            'junit.xml': _report.render_junit(report, _catalogue.titles()),
             'report.md': _report.render_markdown(report),
             'report.html': _report.render_html(report),
         }

@@ -9,7 +9,8 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _judge, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 
 
 class ActionModule(ActionBase):
@@ -46,20 +47,29 @@ class ActionModule(ActionBase):
                    'component': run.get('component'), 'not_measured': reason}
             kind = 'not_measured'
         run.setdefault('collective', run.get('component'))
-        judged = profile
-        if args['scope'] == 'multinode':
-            judged = dict(profile or {}, collectives=(profile or {}).get('collectives_multinode') or {})
-        findings = _workloads.evaluate(kind, run, judged, host)
-        findings = _checks.apply_overrides(findings, (profile or {}).get('checks'))
+        run = _workloads.with_parsed(kind, run)
+        section = 'collectives_multinode' if args['scope'] == 'multinode' else 'collectives'
+        if profile:
+            try:
+                judge = _judge.Judge(profile)
+            except ProfileError as err:
+                result.update(failed=True, msg=str(err))
+                return result
+            findings = judge.workload(kind, run, host, section)
+            judged = judge.for_section(section)
+        else:
+            # no resolved profile (the task runs without node_profile): nothing to compare curves with
+            judged = {}
+            findings = _workloads.evaluate(kind, run, judged, host)
         previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
         merged = list(previous) + findings
         if not args['record']:
-            result.update(changed=False, findings=findings, failed_checks=sorted(set(f['check'] for f in findings if f['severity'] == 'fail')))
+            result.update(changed=False, findings=findings, failed_checks=_findings.failed_checks(findings))
             return result
         summary = _workloads.summarise_run(kind, run)
         if kind == 'not_measured':
             summary['not_measured'] = run['reason']
-        elif not any(f['severity'] == 'fail' for f in findings):
+        elif not _findings.failed_checks(findings):
             reason = _workloads.not_judged(kind, run, judged)
             if reason:
                 summary['not_judged'] = reason
@@ -68,7 +78,7 @@ class ActionModule(ActionBase):
             summary['debug_command'] = debug.get('command')
             summary['debug_log_tail'] = debug.get('output_tail')
         workloads = list(self._templar.template(task_vars.get('xuanwu_workloads')) or []) + [summary]
-        status = _checks.summarise(merged)['status']
+        status = _findings.status_of(merged)
         result.update(changed=False, findings=findings, status=status, summary=summary,
                       ansible_facts={'xuanwu_findings': merged, 'xuanwu_status': status, 'xuanwu_workloads': workloads})
         return result

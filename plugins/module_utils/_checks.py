@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Checks: node facts (docs/facts.md) + a hardware profile (docs/profiles.md) -> findings.
 
-A finding is ``{host, check, component, severity, measured, expected, message, remediation}``
-with ``severity`` one of fail | warn | info. ``evaluate`` checks one host, ``evaluate_group`` compares
-hosts with each other, ``summarise`` reduces findings to one status. Pure: no I/O.
+Findings have the shape of ``_findings.make``. ``check_node`` checks one host against a normalised
+profile, ``check_group`` compares hosts with each other; ``_judge`` validates the profile once and
+applies the site overrides. Pure: no I/O.
 
 Absent facts are never a pass for a required item: a tool that is not installed where the profile
 needs its hardware fails (``gpu.driver_missing``, ``ib.tools_missing``, ...); a probe that failed or
@@ -19,17 +19,13 @@ __metaclass__ = type
 
 import fnmatch
 import re
-import string
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
-    PCIE_LINK_RANK, validate_profile,
-)
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _hygiene, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _hygiene, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import PCIE_LINK_RANK
 
 
 def _c(title, kind, severity, compares, remediation):
-    return {'title': title, 'component_kind': kind, 'default_severity': severity, 'compares': compares,
-            'remediation': remediation}
+    return _findings.entry(title, severity, remediation, kind=kind, compares=compares)
 
 
 # Remediation texts may name {placeholders}; a finding fills them in, the docs show <placeholder>.
@@ -350,22 +346,19 @@ PROBE_SECTIONS = {
     'nvcc': ('software',), 'nccl_version': ('software',),
 }
 
-SEVERITY_ORDER = {'fail': 2, 'warn': 1, 'info': 0}
+# ``consistency.<key>`` for a fact key without its own entry above (evaluate_group's ``keys``).
+CONSISTENCY_DEFAULT = _c(
+    'A fact differs from the other hosts', '<key>', 'warn', 'the value of <key> is the one most hosts have',
+    'Align {key} with the other hosts ({expected}).')
 
 
-class _Defaulting(dict):
-    def __missing__(self, key):
-        return '<%s>' % key
+def _entry(check):
+    return CHECKS.get(check) or (CONSISTENCY_DEFAULT if check.startswith('consistency.') else CHECKS[check])
 
 
 def render_remediation(check, context=None):
     """The remediation text of ``check`` with ``{placeholders}`` filled from ``context``."""
-    text = CHECKS[check]['remediation'] if check in CHECKS else _consistency_default()
-    return string.Formatter().vformat(text, (), _Defaulting(context or {}))
-
-
-def _consistency_default():
-    return 'Align {key} with the other hosts ({expected}).'
+    return _findings.render(_entry(check)['remediation'], context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,16 +472,9 @@ class _Run(object):
         context.setdefault('component', component)
         context.setdefault('expected', expected)
         context.setdefault('measured', measured)
-        self.findings.append({
-            'host': self.host,
-            'check': check,
-            'component': component,
-            'severity': severity or CHECKS[check]['default_severity'],
-            'measured': measured,
-            'expected': expected,
-            'message': message,
-            'remediation': context.pop('remediation', None) or render_remediation(check, context),
-        })
+        self.findings.append(_findings.make(CHECKS, self.host, check, component, measured, expected, message,
+                                            severity=severity, remediation=context.pop('remediation', None),
+                                            context=context))
 
     def unknown(self, probes, component, what):
         """Facts for ``what`` are absent: stay silent when a probe finding explains it, else say so (info)."""
@@ -1282,36 +1268,10 @@ def _check_software(run):
 
 
 # ---------------------------------------------------------------------------------------------
-# Site overrides and the public functions.
+# The public functions (plugins/module_utils/_judge.py validates the profile and applies the site overrides).
 
-def _override_for(check, table):
-    if check in table:
-        return table[check]
-    for pattern in table:
-        if fnmatch.fnmatchcase(check, pattern):
-            return table[pattern]
-    return None
-
-
-def apply_overrides(findings, checks):
-    """Apply a profile's ``checks`` section (disable, severity) to findings; returns a new list."""
-    checks = checks or {}
-    disabled = checks.get('disable') or []
-    severities = checks.get('severity') or {}
-    out = []
-    for finding in findings:
-        if any(fnmatch.fnmatchcase(finding['check'], pattern) for pattern in disabled):
-            continue
-        severity = _override_for(finding['check'], severities)
-        if severity:
-            finding = dict(finding, severity=severity)
-        out.append(finding)
-    return out
-
-
-def evaluate(facts, profile, host):
-    """Check one host's facts against a profile (raw or normalised); return the findings (a list)."""
-    profile = validate_profile(profile)
+def check_node(facts, profile, host):
+    """Check one host's facts against a normalised profile; return the findings (a list)."""
     run = _Run(facts, profile, host)
     _check_probes(run)
     _check_gpu(run)
@@ -1320,10 +1280,10 @@ def evaluate(facts, profile, host):
     _check_host(run)
     _check_hygiene(run)
     _check_software(run)
-    return apply_overrides(run.findings, profile.get('checks'))
+    return run.findings
 
 
-def evaluate_group(facts_by_host, keys=DEFAULT_GROUP_KEYS, profile=None):
+def check_group(facts_by_host, keys=DEFAULT_GROUP_KEYS):
     """Compare hosts: for each dotted fact key, every host whose value differs from the majority gets a
     ``consistency.<key>`` finding. Hosts without the value are left out; when all agree there is nothing."""
     findings = []
@@ -1340,85 +1300,14 @@ def evaluate_group(facts_by_host, keys=DEFAULT_GROUP_KEYS, profile=None):
         tally = sorted(((sum(1 for v in values.values() if v == d), d) for d in distinct), key=lambda t: (-t[0], t[1]))
         majority = tally[0][1] if tally[0][0] > tally[1][0] else None
         check = 'consistency.%s' % key
-        entry = CHECKS.get(check)
-        severity = entry['default_severity'] if entry else 'warn'
+        catalogue = {check: _entry(check)}
         summary = ', '.join('%s on %d host(s)' % (d, n) for n, d in tally)
         for host in hosts:
             if host not in values or values[host] == majority:
                 continue
             expected = majority if majority is not None else 'one value on every host'
-            findings.append({
-                'host': host, 'check': check, 'component': key, 'severity': severity,
-                'measured': values[host], 'expected': expected,
-                'message': '%s is %s on this host; across %d hosts: %s' % (key, values[host], len(values), summary),
-                'remediation': string.Formatter().vformat(entry['remediation'] if entry else _consistency_default(), (),
-                                                          _Defaulting({'expected': expected, 'key': key})),
-            })
-    if profile is not None:
-        findings = apply_overrides(findings, validate_profile(profile).get('checks'))
+            findings.append(_findings.make(
+                catalogue, host, check, key, values[host], expected,
+                '%s is %s on this host; across %d hosts: %s' % (key, values[host], len(values), summary),
+                context={'expected': expected, 'key': key}))
     return findings
-
-
-def summarise(findings):
-    """Overall status (fail if any fail, else warn if any warn, else pass), counts and per-host status."""
-    counts = {'fail': 0, 'warn': 0, 'info': 0}
-    hosts = {}
-    for finding in findings or []:
-        severity = finding.get('severity')
-        if severity in counts:
-            counts[severity] += 1
-        host = finding.get('host')
-        current = hosts.get(host, 'pass')
-        if severity in ('fail', 'warn') and (current == 'pass' or SEVERITY_ORDER[severity] > SEVERITY_ORDER[current]):
-            hosts[host] = severity
-        else:
-            hosts.setdefault(host, current)
-    status = 'fail' if counts['fail'] else 'warn' if counts['warn'] else 'pass'
-    return {'status': status, 'counts': counts, 'hosts': hosts}
-
-
-# ---------------------------------------------------------------------------------------------
-# Documentation.
-
-def checks_markdown():
-    """Render CHECKS as the Markdown of docs/checks.md."""
-    out = [
-        '# Checks',
-        '',
-        '<!-- Generated from plugins/module_utils/_checks.py (checks_markdown); do not edit by hand. -->',
-        '',
-        'Every finding names the host, the check id, the component, the severity, what was measured,',
-        'what the profile expected, a message and the remediation below (with the component\'s values',
-        'filled in). Severities: `fail` (the node is not fit), `warn` (fit, but look at it), `info`.',
-        'A site can drop checks or change their severity in the profile (`checks.disable`,',
-        '`checks.severity`, ids or globs such as `ib.*`; see docs/profiles.md).',
-        '',
-        'Missing facts never pass a required item: a tool that is not installed where the profile needs its',
-        'hardware fails (`gpu.driver_missing`, `ib.tools_missing`, `host.chrony_missing`, `software.*`); a',
-        'failed or unparseable probe fails through `probe.*`; facts that were not collected give',
-        '`facts.not_collected` (info); a value the tool did not report gives `facts.not_measured` (warn).',
-        '',
-        '| check | severity | component | compares | remediation |',
-        '|---|---|---|---|---|',
-    ]
-    for check in CHECKS:
-        entry = CHECKS[check]
-        out.append('| `%s` | %s | `%s` | %s | %s |' % (
-            check, entry['default_severity'], entry['component_kind'], entry['compares'].replace('|', '\\|'),
-            render_remediation(check).replace('|', '\\|')))
-    out.append('')
-    out.append('`evaluate_group` compares hosts on `%s` by default; a key outside this list gives' % '`, `'.join(DEFAULT_GROUP_KEYS))
-    out.append('`consistency.<key>` findings with severity warn.')
-    out.append('')
-    out.append('Driver drift between hosts of one profile (`consistency.software.driver_version`) fails by default: a')
-    out.append('production gate passes nodes into one job, and a job whose ranks run different NVIDIA drivers is the')
-    out.append('classic NCCL hang (each driver pairs with its own CUDA driver API, Fabric Manager and NVLink/P2P')
-    out.append('behaviour; ranks stop agreeing on transports and protocol versions and the collective waits forever')
-    out.append('instead of failing). A warning would let such a node into the job. A site that rolls a driver out')
-    out.append('node by node and keeps the mixed fleet out of shared jobs can lower it in the profile')
-    out.append('(`checks.severity: {consistency.software.driver_version: warn}`). Within one node the driver is read')
-    out.append('from three places: the loaded kernel module (`/proc/driver/nvidia/version`), NVML (`nvidia-smi -q -x`)')
-    out.append('and each GPU (`--query-gpu`); `gpu.driver_library_mismatch` and `gpu.driver_version_mixed` fail when')
-    out.append('they disagree.')
-    out.append('')
-    return '\n'.join(out)

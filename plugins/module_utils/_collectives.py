@@ -27,10 +27,9 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 
-SEVERITY_FAIL = 'fail'
-SEVERITY_WARN = 'warn'
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -90,6 +89,23 @@ REMEDIATION_INVALID = (
     'nccl-tests against the installed CUDA and NCCL if it repeats.')
 REMEDIATION_COVERAGE = (
     'Run the benchmark up to the largest size the profile checks (nccl-tests -e, allreduce_bench --max-bytes).')
+
+
+_e = _findings.entry
+# The checks of evaluate_curve (the catalogue of every check: plugins/module_utils/_catalogue.py).
+CHECKS = {
+    'collectives.busbw_low': _e('Bus bandwidth below the profile curve', 'fail', REMEDIATION_BUSBW),
+    'collectives.wrong_results': _e('Collective returned wrong results', 'fail', REMEDIATION_WRONG),
+    'collectives.out_of_bounds': _e('Out-of-bounds result blocks', 'fail', REMEDIATION_OOB),
+    'collectives.nccl_error': _e('NCCL errors, or NCCL warnings in a run that did not finish', 'fail',
+                                 REMEDIATION_NCCL_ERROR),
+    'collectives.nccl_warn': _e('NCCL warnings in a run that finished', 'warn', REMEDIATION_NCCL_ERROR),
+    'collectives.incomplete': _e('Benchmark output incomplete', 'fail', REMEDIATION_INCOMPLETE),
+    'collectives.invalid_measurement': _e(
+        'Benchmark printed a time or bandwidth that is not a measurement (nan, inf, zero time)', 'fail',
+        REMEDIATION_INVALID),
+    'collectives.coverage': _e('Benchmark stopped below a curve point', 'warn', REMEDIATION_COVERAGE),
+}
 
 
 def human_bytes(size):
@@ -164,17 +180,8 @@ def threshold_for(curve, size_bytes):
     return best
 
 
-def _finding(host, check, component, severity, measured, expected, message, remediation):
-    return {
-        'host': host,
-        'check': check,
-        'component': component,
-        'severity': severity,
-        'measured': measured,
-        'expected': expected,
-        'message': message,
-        'remediation': remediation,
-    }
+def _finding(host, check, component, measured, expected, message):
+    return _findings.make(CHECKS, host, check, component, measured, expected, message)
 
 
 def _rows(parsed):
@@ -220,19 +227,18 @@ def _curve_findings(parsed, curve, host, component, tolerance):
             message += '; each size judged on the median of its %d cycles' % parsed['cycles']
         if tolerance:
             message += '; profile floor %.2f GB/s with %.0f %% tolerance' % (nominal, float(tolerance) * 100)
-        findings.append(_finding(host, 'collectives.busbw_low', component, SEVERITY_FAIL,
-                                 round(busbw, 2), round(floor, 2), message, REMEDIATION_BUSBW))
+        findings.append(_finding(host, 'collectives.busbw_low', component,
+                                 round(busbw, 2), round(floor, 2), message))
     largest = max(size for size, _b, _r in _rows(parsed)) if parsed.get('rows') else None
     unchecked = [p['min_bytes'] for p in points if p['min_bytes'] not in checked and (largest is None or p['min_bytes'] > largest)]
     if parsed.get('complete', True) and unchecked:
         findings.append(_finding(
-            host, 'collectives.coverage', component, SEVERITY_WARN,
+            host, 'collectives.coverage', component,
             human_bytes(largest) if largest is not None else 'no result rows',
             '>= %s' % human_bytes(max(unchecked)),
             '%s ran up to %s only: the profile floors for %s were not checked'
             % (component, human_bytes(largest) if largest is not None else 'no size',
-               ', '.join(human_bytes(s) + ' and up' for s in sorted(unchecked))),
-            REMEDIATION_COVERAGE))
+               ', '.join(human_bytes(s) + ' and up' for s in sorted(unchecked)))))
     return findings
 
 
@@ -256,12 +262,11 @@ def _wrong_findings(parsed, host, component):
     unreadable = sum(1 for _s, _h, _w, p in wrong_rows if p is not None)
     measured = total if not unreadable else '%d wrong element(s), %d #wrong value(s) not a count' % (total, unreadable)
     return [_finding(
-        host, 'collectives.wrong_results', component, SEVERITY_FAIL, measured, 0,
+        host, 'collectives.wrong_results', component, measured, 0,
         '%s returned %d wrong element(s)%s: %s' % (
             component, total, ' and %d #wrong value(s) that are not a count' % unreadable if unreadable else '',
             ', '.join('%s %s: %s' % (human_bytes(s), h, w if p is None else '%s (not a count)' % p)
-                      for s, h, w, p in wrong_rows)),
-        REMEDIATION_WRONG)]
+                      for s, h, w, p in wrong_rows)))]
 
 
 _MEASURES = (('time_us', 'time'), ('algbw_gbps', 'algbw'), ('busbw_gbps', 'busbw'))
@@ -282,11 +287,10 @@ def _invalid_findings(parsed, host, component):
         return []
     shown = bad[:10]
     return [_finding(
-        host, 'collectives.invalid_measurement', component, SEVERITY_FAIL, shown,
+        host, 'collectives.invalid_measurement', component, shown,
         'a finite, positive time and a finite bandwidth for every size',
         '%s printed %d value(s) that are not a measurement: %s%s'
-        % (component, len(bad), ', '.join(shown), ' (and %d more)' % (len(bad) - len(shown)) if len(bad) > len(shown) else ''),
-        REMEDIATION_INVALID)]
+        % (component, len(bad), ', '.join(shown), ' (and %d more)' % (len(bad) - len(shown)) if len(bad) > len(shown) else ''))]
 
 
 def evaluate_curve(parsed, curve, host, collective, tolerance=None):
@@ -316,9 +320,8 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
     oob = parsed.get('out_of_bounds')
     if oob and not oob.get('ok', True):
         findings.append(_finding(
-            host, 'collectives.out_of_bounds', component, SEVERITY_FAIL, oob.get('count'), 0,
-            '%s reported %s out-of-bounds result block(s) (Out of bounds values: FAILED)' % (component, oob.get('count')),
-            REMEDIATION_OOB))
+            host, 'collectives.out_of_bounds', component, oob.get('count'), 0,
+            '%s reported %s out-of-bounds result block(s) (Out of bounds values: FAILED)' % (component, oob.get('count'))))
 
     quoted = list(parsed.get('warnings') or []) + list(parsed.get('errors') or [])
     if quoted:
@@ -328,14 +331,11 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
         shown = quoted[:10]
         more = len(quoted) - len(shown)
         findings.append(_finding(
-            host, 'collectives.nccl_error' if failed else 'collectives.nccl_warn', component,
-            SEVERITY_FAIL if failed else SEVERITY_WARN,
-            shown, 'no NCCL WARN or test error lines',
+            host, 'collectives.nccl_error' if failed else 'collectives.nccl_warn', component, shown, 'no NCCL WARN or test error lines',
             '%s printed %d NCCL warning(s) and %d error line(s)%s: %s%s'
             % (component, len(parsed.get('warnings') or []), len(parsed.get('errors') or []),
                '' if failed else ' in a run that finished',
-               ' | '.join(shown), ' (and %d more)' % more if more > 0 else ''),
-            REMEDIATION_NCCL_ERROR))
+               ' | '.join(shown), ' (and %d more)' % more if more > 0 else '')))
 
     if not parsed.get('complete', False):
         rows = parsed.get('rows') or []
@@ -347,10 +347,9 @@ def evaluate_curve(parsed, curve, host, collective, tolerance=None):
         else:
             where = 'before reporting any size'
         findings.append(_finding(
-            host, 'collectives.incomplete', component, SEVERITY_FAIL, 'stopped %s' % where,
+            host, 'collectives.incomplete', component, 'stopped %s' % where,
             'the run reaches its "Avg bus bandwidth" summary',
-            '%s did not finish: it stopped %s (hung, timed out or crashed)' % (component, where),
-            REMEDIATION_INCOMPLETE))
+            '%s did not finish: it stopped %s (hung, timed out or crashed)' % (component, where)))
 
     findings.extend(_curve_findings(parsed, curve, host, component, tolerance))
     return findings

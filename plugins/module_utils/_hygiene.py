@@ -4,7 +4,7 @@
 """Host hygiene before a job (field guide 7.5): GPUs held by processes, GPU compute modes, processes of
 an earlier job still running, and the ports the job will use.
 
-The checks here are called by ``_checks.evaluate`` with its run object (``add``, ``unknown``,
+The checks here are called by ``_checks.check_node`` with its run object (``add``, ``unknown``,
 ``not_measured``, ``status``); their ids are in ``_checks.CHECKS``. Pure: no I/O.
 """
 
@@ -15,6 +15,16 @@ __metaclass__ = type
 import fnmatch
 import re
 import shlex
+
+# Processes of a distributed job (torchrun, torch.distributed launchers, MPI launchers and daemons,
+# nccl-tests binaries, DeepSpeed): one still running before a job is a leftover (field guide 7.5).
+DEFAULT_LEFTOVER_PATTERNS = [
+    r'(^|[\s/])torchrun(\s|$)',
+    r'-m\s+torch\.distributed\.(run|launch)(\s|$)',
+    r'(^|[\s/])(mpirun|mpiexec|orterun|orted|prterun|prted|hydra_pmi_proxy)(\s|$)',
+    r'(^|/)[a-z_]+_perf(_mpi)?(\s|$)',
+    r'(^|[\s/])deepspeed(\s|$)',
+]
 
 # Characters of a command line quoted in a finding.
 COMMAND_MAX = 240

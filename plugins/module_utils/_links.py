@@ -4,7 +4,7 @@
 """Link flaps (field guide 8, "network jitter"): link down events in the kernel log, per interface,
 and the growth of the InfiniBand error counters while the load ran.
 
-``check_link_flaps`` is called by ``_checks.evaluate`` with its run object; ``counter_growth`` and
+``check_link_flaps`` is called by ``_checks.check_node`` with its run object; ``counter_growth`` and
 ``evaluate_counter_growth`` judge two counter reads (the probe's and the one at the end of
 validate.yml) for ``workload_check`` kind ``link_counters``. Pure: no I/O.
 """
@@ -14,6 +14,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+
+# The checks of evaluate_counter_growth (network.link_flaps is in _checks.CHECKS, next to its run object).
+CHECKS = {
+    'workload.ib_counter_growth': _findings.entry(
+        'InfiniBand error counters grew under load', 'fail',
+        'A port whose link_downed / link_error_recovery / symbol_error counters grow while NCCL traffic runs '
+        'has a marginal link (field guide 8, network jitter): check it with `mlxlink -d <ca> -p <port> -c` '
+        '(BER, FEC, eye), reseat or replace the cable/transceiver, check the switch port (its error counters '
+        'and flap log), update the HCA firmware; clear the counters with `perfquery -x -R` and rerun the '
+        'collectives to confirm.'),
+    'workload.ib_counters_unread': _findings.entry(
+        'InfiniBand counter growth not measured', 'warn',
+        'The counters were not read again after the load (probe failed, port gone, or a replayed bundle '
+        'without an ib_counters_end entry): read them by hand with `grep -H . '
+        '/sys/class/infiniband/*/ports/*/counters/{link_downed,link_error_recovery,symbol_error}` before and '
+        'after a collectives run.'),
+}
 
 # Counters whose growth the run report lists.
 GROWTH_SUMMARY = ('link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors')
@@ -101,11 +120,14 @@ def counter_growth(before, after, names):
     return out
 
 
-def evaluate_counter_growth(run, profile, host, finding):
+def _finding(host, check, component, measured, expected, message):
+    return _findings.make(CHECKS, host, check, component, measured, expected, message)
+
+
+def evaluate_counter_growth(run, profile, host):
     """Findings for the ``link_counters`` workload kind.
 
-    ``run`` is ``{before: <infiniband facts of the probe>, after: <facts of node_probe stage end>}``;
-    ``finding`` is the workload module's finding constructor.
+    ``run`` is ``{before: <infiniband facts of the probe>, after: <facts of node_probe stage end>}``.
     """
     limits = ((profile or {}).get('infiniband') or {}).get('counters_growth_max') or {}
     if not limits:
@@ -116,16 +138,16 @@ def evaluate_counter_growth(run, profile, host, finding):
     counters = (after.get('infiniband') or {}).get('counters')
     if not isinstance(counters, dict):
         why = record.get('error') or record.get('status') or 'not read'
-        return [finding(host, 'workload.ib_counters_unread', 'infiniband counters', why, 'read at the end of the run',
-                        'the InfiniBand error counters were not read again at the end of the run (%s): their growth '
-                        'under load is not measured' % why)]
+        return [_finding(host, 'workload.ib_counters_unread', 'infiniband counters', why, 'read at the end of the run',
+                         'the InfiniBand error counters were not read again at the end of the run (%s): their growth '
+                         'under load is not measured' % why)]
     findings = []
     start_ports = _ports(before)
     growth = counter_growth(before, after, sorted(limits))
     for port in sorted(start_ports):
         if port not in growth:
-            findings.append(finding(host, 'workload.ib_counters_unread', port, 'port absent from the end read',
-                                    'read at the end of the run', '%s was not in the counters read at the end of the run' % port))
+            findings.append(_finding(host, 'workload.ib_counters_unread', port, 'port absent from the end read',
+                                     'read at the end of the run', '%s was not in the counters read at the end of the run' % port))
             continue
         over, unread = [], []
         for name in sorted(limits):
@@ -136,12 +158,12 @@ def evaluate_counter_growth(run, profile, host, finding):
             elif row['growth'] > limits[name]:
                 over.append('%s +%d (%d -> %d, max +%d)' % (name, row['growth'], row['before'], row['after'], limits[name]))
         if over:
-            findings.append(finding(host, 'workload.ib_counter_growth', port, ', '.join(over),
-                                    'growth within infiniband.counters_growth_max',
-                                    '%s error counters grew while the load ran: %s' % (port, ', '.join(over))))
+            findings.append(_finding(host, 'workload.ib_counter_growth', port, ', '.join(over),
+                                     'growth within infiniband.counters_growth_max',
+                                     '%s error counters grew while the load ran: %s' % (port, ', '.join(over))))
         if unread:
-            findings.append(finding(host, 'workload.ib_counters_unread', port, ', '.join(unread), 'read twice',
-                                    '%s: %s read only once, growth not measured' % (port, ', '.join(unread))))
+            findings.append(_finding(host, 'workload.ib_counters_unread', port, ', '.join(unread), 'read twice',
+                                     '%s: %s read only once, growth not measured' % (port, ', '.join(unread))))
     return findings
 
 

@@ -262,22 +262,25 @@ def parse_ethtool_driver(text):
 # ---------------------------------------------------------------------------------------------
 # RoCE ECN sysfs knobs (mlx5)
 
-_ECN_RE = re.compile(r'^/sys/class/net/([^/\s]+)/ecn/roce_(np|rp)/([^/:\s]+)(?:/([0-9]+))?:\s*(.*?)\s*$')
+# the sysfs root is /sys on a node; a container or a test double may mount it elsewhere (<root>/class/net/...)
+_ECN_RE = re.compile(r'^(?:/[^\s:]*?)?/class/net/([^/\s]+)/ecn/roce_(np|rp)/([^/:\s]+)(?:/([0-9]+))?:\s*(.*?)\s*$')
 _GREP_MSG_RE = re.compile(r'^grep: .*: (No such file or directory|Permission denied|Invalid argument|'
                           r'Operation not supported|Input/output error|No data available|Is a directory)$')
 
 
 def parse_roce_ecn(text):
-    """Parse ``grep -H . /sys/class/net/IF/ecn/roce_np/enable/* /sys/class/net/IF/ecn/roce_rp/enable/*``.
+    """Parse ``grep -H . /sys/class/net/IF/ecn/roce_np/enable/* /sys/class/net/IF/ecn/roce_rp/enable/*``
+    (and any other knob of that tree, e.g. ``roce_np/cnp_dscp``).
 
-    Returns ``{"np": {"0": False, ..., "3": True}, "rp": {...}}`` keyed by priority (string).
-    ``np`` is the notification point (the receiver sends CNPs), ``rp`` the reaction point (the
-    sender slows down). ``grep:`` messages for missing files are ignored, so a NIC without these
-    knobs gives ``{"np": {}, "rp": {}}``; other ECN parameters in the same tree are ignored.
-    Lines for more than one interface raise :class:`ParseError`.
+    Returns ``{"np": {"0": False, ..., "3": True}, "rp": {...}, "params": {"np": {"cnp_dscp": 48}, "rp": {}}}``:
+    ``np``/``rp`` hold the ECN enable flag per priority (string keys), ``params`` every other knob
+    (an integer where the file holds one, else its text). ``np`` is the notification point (the
+    receiver sends CNPs), ``rp`` the reaction point (the sender slows down). ``grep:`` messages for
+    missing files are ignored, so a NIC without these knobs gives empty maps. The sysfs root may be
+    other than ``/sys``. Lines for more than one interface raise :class:`ParseError`.
     """
     lines = _lines(text, 'roce ecn')
-    result = {'np': {}, 'rp': {}}
+    result = {'np': {}, 'rp': {}, 'params': {'np': {}, 'rp': {}}}
     ifname = None
     for raw in lines:
         line = raw.strip()
@@ -291,7 +294,12 @@ def parse_roce_ecn(text):
             ifname = name
         elif name != ifname:
             raise ParseError('roce ecn', 'output covers several interfaces (%s, %s)' % (ifname, name), text)
-        if knob != 'enable' or prio is None:
+        if knob != 'enable':
+            if prio is None:
+                result['params'][point][knob] = (int_from_text(value, 'roce ecn', knob, text) if value.isdigit()
+                                                 else value[:80])
+            continue
+        if prio is None:
             continue
         if value not in ('0', '1'):
             raise ParseError('roce ecn', 'enable value is not 0/1: %r' % value, text)
@@ -363,6 +371,47 @@ def parse_dcb_pfc(text):
 
 
 # ---------------------------------------------------------------------------------------------
+# dcb -j app show dev IF dscp-prio
+
+def _dscp_pair(pair, text):
+    if isinstance(pair, dict):
+        pair = [pair.get('dscp'), pair.get('prio')]
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise ParseError('dcb app', 'a dscp_prio entry is not a [dscp, prio] pair: %s' % str(pair)[:60], text)
+    dscp, prio = pair
+    if isinstance(dscp, bool) or isinstance(prio, bool) or not isinstance(dscp, int) or not isinstance(prio, int):
+        raise ParseError('dcb app', 'a dscp_prio entry is not two integers: %s' % str(pair)[:60], text)
+    if not 0 <= dscp <= 63 or not 0 <= prio <= 7:
+        raise ParseError('dcb app', 'dscp %s or priority %s out of range (0..63, 0..7)' % (dscp, prio), text)
+    return dscp, prio
+
+
+def parse_dcb_app(text):
+    """Parse ``dcb -j app show dev IF dscp-prio`` (iproute2 >= 5.11).
+
+    iproute2 prints the DSCP entries of the APP table as ``{"dscp_prio":[[24,3],[26,3]]}`` (pairs of
+    DSCP and priority; one DSCP may map to several priorities); ``{"dscp": 24, "prio": 3}`` objects are
+    accepted too, and an empty table may print ``{}``. Returns ``{dscp_prio: {"24": [3], ...}}``
+    (priorities sorted). On mlx5, a non-empty DSCP table means the port trusts DSCP.
+    """
+    data = _json(text, 'dcb app')
+    if data is None:
+        raise ParseError('dcb app', 'empty output', text)
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        raise ParseError('dcb app', 'expected a JSON object', text)
+    pairs = data.get('dscp_prio', [])
+    if not isinstance(pairs, list):
+        raise ParseError('dcb app', 'dscp_prio is not a list', text)
+    table = {}
+    for pair in pairs:
+        dscp, prio = _dscp_pair(pair, text)
+        table[str(dscp)] = sorted(set(table.get(str(dscp), []) + [prio]))
+    return {'dscp_prio': table}
+
+
+# ---------------------------------------------------------------------------------------------
 # mlnx_qos -i IF
 
 _TRUST_RE = re.compile(r'^Priority trust (?:state|mode)\s*:\s*(\S+)\s*$', re.I)
@@ -370,13 +419,15 @@ _DCBX_RE = re.compile(r'^DCBX mode\s*:\s*(.+?)\s*$', re.I)
 _PFC_ROW_RE = re.compile(r'^(priority|enabled|buffer)((?:\s+[0-9]+)+)\s*$')
 _TC_RE = re.compile(r'^tc:\s*([0-9]+)\s+ratelimit:\s*([^,]+),\s*tsa:\s*([a-z_]+)(?:,\s*bw:\s*([0-9]+)%)?', re.I)
 _TC_PRIO_RE = re.compile(r'^priority:\s*([0-9]+)\s*$')
+_DSCP2PRIO_RE = re.compile(r'^prio:\s*([0-9]+)\s+dscp:\s*([0-9, ]*?),?\s*$')
 
 
 def parse_mlnx_qos(text):
     """Parse ``mlnx_qos -i IF``.
 
     Returns ``{enabled_priorities: [3], trust: "dscp"|"pcp"|None, dcbx_mode: str|None,
-    pfc: {"0": False, ...}, buffer: {"0": 0, ...}, tc: {"3": {tsa, bw_percent, priorities}}}``.
+    pfc: {"0": False, ...}, buffer: {"0": 0, ...}, tc: {"3": {tsa, bw_percent, priorities}},
+    dscp2prio: {"24": 3, ...}}`` (``dscp2prio`` from the "dscp2prio mapping" lines, empty when absent).
     ``trust`` is ``None`` on old tool versions that do not print it. The PFC table (``priority``
     / ``enabled`` rows under "PFC configuration:") is required.
     """
@@ -385,6 +436,7 @@ def parse_mlnx_qos(text):
     dcbx = None
     rows = {}
     tcs = {}
+    dscp2prio = {}
     current_tc = None
     for raw in lines:
         line = raw.strip()
@@ -414,7 +466,14 @@ def parse_mlnx_qos(text):
         if match and current_tc is not None:
             current_tc['priorities'].append(int_from_text(match.group(1), 'mlnx_qos', 'priority', text, high=7))
             continue
-        # dscp2prio mapping, buffer sizes, cable length and other lines are not needed here
+        match = _DSCP2PRIO_RE.match(line)
+        if match:
+            prio = int_from_text(match.group(1), 'mlnx_qos', 'dscp2prio priority', text, high=7)
+            for dscp in match.group(2).split(','):
+                if dscp.strip():
+                    dscp2prio[str(int_from_text(dscp.strip(), 'mlnx_qos', 'dscp', text, high=63))] = prio
+            continue
+        # buffer sizes, cable length and other lines are not needed here
     if 'enabled' not in rows:
         if not lines or not any(line.strip() for line in lines):
             raise ParseError('mlnx_qos', 'empty output', text)
@@ -437,6 +496,7 @@ def parse_mlnx_qos(text):
         'pfc': pfc,
         'buffer': buffers,
         'tc': tcs,
+        'dscp2prio': dscp2prio,
     }
 
 

@@ -23,7 +23,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import DEFAULT_LEFTOVER_PATTERNS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
 BUNDLE_FORMAT_VERSION = _bundle.BUNDLE_FORMAT_VERSION
@@ -452,7 +452,7 @@ def _network_facts(parsed):
         if name in ('ethtool', 'ethtool_driver'):
             entry.update(value)
         elif name == 'roce_ecn' and value and (value.get('np') or value.get('rp')):
-            entry.setdefault('roce', {})['ecn'] = value
+            entry.setdefault('roce', {})['ecn'] = {'np': value['np'], 'rp': value['rp']}
         elif name == 'roce_pfc':
             entry.setdefault('roce', {})['pfc'] = value
             if value.get('trust'):

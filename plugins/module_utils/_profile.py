@@ -18,15 +18,15 @@ import fnmatch
 import math
 import re
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import CATALOGUE
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import SEVERITIES
+from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
 
 
 SCHEMA_VERSION = 1
 
-SEVERITIES = ('fail', 'warn', 'info')
 
-# nvidia-smi topo -m connection kinds, best first; NV<n> (n bonded NVLinks) beats all of them.
-PCIE_LINK_RANK = ('PIX', 'PXB', 'PHB', 'NODE', 'SYS')
 LINK_PATTERN = r'^(NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS)$'
 
 CLOCK_EVENT_REASONS = (
@@ -88,16 +88,6 @@ def _link(description, **kw):
 
 # nvidia-smi compute modes (nvidia-smi -q -x <compute_mode>, --query-gpu=compute_mode).
 COMPUTE_MODES = ('Default', 'Exclusive_Thread', 'Exclusive_Process', 'Prohibited')
-
-# Processes of a distributed job (torchrun, torch.distributed launchers, MPI launchers and daemons,
-# nccl-tests binaries, DeepSpeed): one still running before a job is a leftover (field guide 7.5).
-DEFAULT_LEFTOVER_PATTERNS = [
-    r'(^|[\s/])torchrun(\s|$)',
-    r'-m\s+torch\.distributed\.(run|launch)(\s|$)',
-    r'(^|[\s/])(mpirun|mpiexec|orterun|orted|prterun|prted|hydra_pmi_proxy)(\s|$)',
-    r'(^|/)[a-z_]+_perf(_mpi)?(\s|$)',
-    r'(^|[\s/])deepspeed(\s|$)',
-]
 
 
 # InfiniBand error counters that must not grow while the load runs (a link that went down, retrained or
@@ -643,19 +633,8 @@ def _check_curve_sorted(ctx, key, value):
         ctx.error(key, 'points must be sorted by min_bytes, ascending and without repeats (got %s)' % sizes)
 
 
-def _known_check_ids():
-    from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import CHECKS
-    return sorted(CHECKS)
-
-
-# Check ids of the nccl-tests benchmark checks (plugins/module_utils/_collectives.py) live in this namespace.
-EXTERNAL_CHECK_PREFIXES = ('collectives.', 'workload.')
-
-
 def _check_one_id(ctx, key, pattern):
-    ids = _known_check_ids()
-    if pattern.startswith(EXTERNAL_CHECK_PREFIXES):
-        return
+    ids = sorted(CATALOGUE)
     if not any(fnmatch.fnmatchcase(cid, pattern) for cid in ids):
         hint = _suggest(pattern, ids)
         ctx.error(key, 'no check id matches %r%s (see docs/checks.md)' % (pattern, "; did you mean %r?" % hint if hint else ''))

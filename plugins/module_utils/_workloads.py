@@ -14,96 +14,61 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _findings, _links
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
 RESULT_TAG = 'XUANWU_RESULT'
+# kinds whose output holds XUANWU_RESULT lines
+RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak')
 
-WORKLOAD_CHECKS = {
-    'collectives.run_failed': {
-        'title': 'Collective benchmark did not run to the end', 'default_severity': 'fail',
-        'remediation': _collectives.REMEDIATION_INCOMPLETE},
-    'collectives.busbw_low': {
-        'title': 'Bus bandwidth below the profile curve', 'default_severity': 'fail',
-        'remediation': _collectives.REMEDIATION_BUSBW},
-    'collectives.wrong_results': {
-        'title': 'Collective returned wrong results', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_WRONG},
-    'collectives.out_of_bounds': {
-        'title': 'Out-of-bounds result blocks', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_OOB},
-    'collectives.nccl_error': {
-        'title': 'NCCL errors, or NCCL warnings in a run that did not finish', 'default_severity': 'fail',
-        'remediation': _collectives.REMEDIATION_NCCL_ERROR},
-    'collectives.nccl_warn': {
-        'title': 'NCCL warnings in a run that finished', 'default_severity': 'warn',
-        'remediation': _collectives.REMEDIATION_NCCL_ERROR},
-    'collectives.incomplete': {
-        'title': 'Benchmark output incomplete', 'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_INCOMPLETE},
-    'collectives.rank_count': {
-        'title': 'Benchmark ran on another number of ranks than the job asked for', 'default_severity': 'fail',
-        'remediation': 'The output does not belong to the job that was asked for (nodes x GPUs per node): check the '
-                       'hostfile slots and -np of mpirun, that mpirun starts the binary on every node (an MPI-less build '
-                       'runs one single-node job per process), -g, CUDA_VISIBLE_DEVICES, and that every GPU is visible '
-                       '(nvidia-smi -L on each node).'},
-    'collectives.invalid_measurement': {
-        'title': 'Benchmark printed a time or bandwidth that is not a measurement (nan, inf, zero time)',
-        'default_severity': 'fail', 'remediation': _collectives.REMEDIATION_INVALID},
-    'collectives.coverage': {
-        'title': 'Benchmark stopped below a curve point', 'default_severity': 'warn', 'remediation': _collectives.REMEDIATION_COVERAGE},
-    'workload.failed': {
-        'title': 'Workload failed to run', 'default_severity': 'fail',
-        'remediation': 'Read the quoted output or error. Check that the Python interpreter has torch with CUDA '
-                       '(python -c "import torch; print(torch.cuda.is_available())"), that no other job holds the GPUs '
-                       '(nvidia-smi), that the rendezvous port is free and reachable between the nodes (firewall), and '
-                       'rerun with NCCL_DEBUG=INFO.'},
-    'workload.not_measured': {
-        'title': 'A requested stage measured nothing', 'default_severity': 'fail',
-        'remediation': 'The stage was switched on but produced no measurement, so the node is not proven fit. Give it what '
-                       'it needs: nccl-tests binaries (nccl_tests_build_archive and nccl_tests_build_sha256 to build them, '
-                       'or xuanwu_nccl_tests_bin_dir), a non-empty list of collectives or workloads, or, for a replayed '
-                       'host, a capture bundle that holds the recorded output; or switch the stage off.'},
-    'workload.ddp_smoke': {
-        'title': 'DDP training smoke job', 'default_severity': 'fail',
-        'remediation': 'A training job that does not learn or whose ranks disagree points at a broken collective path or a '
-                       'faulty GPU: run the collective benchmarks per node and per pair, check ECC/Xid findings, then rerun.'},
-    'workload.ddp_step_time': {
-        'title': 'DDP step time above the bound', 'default_severity': 'fail',
-        'remediation': 'Slow steps with healthy single-GPU throughput mean slow gradient all-reduce: check the bus '
-                       'bandwidth findings, GPU clocks and throttling (nvidia-smi -q -d PERFORMANCE) and CPU affinity.'},
-    'workload.fault_isolation': {
-        'title': 'A killed rank does not end the job cleanly', 'default_severity': 'fail',
-        'remediation': 'Jobs must fail fast when a peer dies: set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (or NCCL blocking '
-                       'wait) and a collective timeout in the training launcher; check that the launcher (torchrun/srun) '
-                       'tears down the remaining ranks; a hang here means a dead node would stall the whole job.'},
-    'workload.soak': {
-        'title': 'Soak: growth or new errors under sustained load', 'default_severity': 'fail',
-        'remediation': 'Memory that keeps growing under a steady workload is a leak (driver, NCCL plugin or the software '
-                       'stack); new ECC/Xid errors under load mean a failing GPU: drain the node, run dcgmi diag -r 3, and '
-                       'RMA the GPU if errors repeat.'},
+_e = _findings.entry
+# The checks of this module's evaluators (the catalogue of every check: plugins/module_utils/_catalogue.py).
+CHECKS = {
+    'collectives.run_failed': _e(
+        'Collective benchmark did not run to the end', 'fail',
+        _collectives.REMEDIATION_INCOMPLETE),
+    'collectives.rank_count': _e(
+        'Benchmark ran on another number of ranks than the job asked for', 'fail',
+        'The output does not belong to the job that was asked for (nodes x GPUs per node): check the '
+        'hostfile slots and -np of mpirun, that mpirun starts the binary on every node (an MPI-less build '
+        'runs one single-node job per process), -g, CUDA_VISIBLE_DEVICES, and that every GPU is visible '
+        '(nvidia-smi -L on each node).'),
+    'workload.failed': _e(
+        'Workload failed to run', 'fail',
+        'Read the quoted output or error. Check that the Python interpreter has torch with CUDA '
+        '(python -c "import torch; print(torch.cuda.is_available())"), that no other job holds the GPUs '
+        '(nvidia-smi), that the rendezvous port is free and reachable between the nodes (firewall), and '
+        'rerun with NCCL_DEBUG=INFO.'),
+    'workload.not_measured': _e(
+        'A requested stage measured nothing', 'fail',
+        'The stage was switched on but produced no measurement, so the node is not proven fit. Give it what '
+        'it needs: nccl-tests binaries (nccl_tests_build_archive and nccl_tests_build_sha256 to build them, '
+        'or xuanwu_nccl_tests_bin_dir), a non-empty list of collectives or workloads, or, for a replayed '
+        'host, a capture bundle that holds the recorded output; or switch the stage off.'),
+    'workload.ddp_smoke': _e(
+        'DDP training smoke job', 'fail',
+        'A training job that does not learn or whose ranks disagree points at a broken collective path or a '
+        'faulty GPU: run the collective benchmarks per node and per pair, check ECC/Xid findings, then rerun.'),
+    'workload.ddp_step_time': _e(
+        'DDP step time above the bound', 'fail',
+        'Slow steps with healthy single-GPU throughput mean slow gradient all-reduce: check the bus '
+        'bandwidth findings, GPU clocks and throttling (nvidia-smi -q -d PERFORMANCE) and CPU affinity.'),
+    'workload.fault_isolation': _e(
+        'A killed rank does not end the job cleanly', 'fail',
+        'Jobs must fail fast when a peer dies: set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (or NCCL blocking '
+        'wait) and a collective timeout in the training launcher; check that the launcher (torchrun/srun) '
+        'tears down the remaining ranks; a hang here means a dead node would stall the whole job.'),
+    'workload.soak': _e(
+        'Soak: growth or new errors under sustained load', 'fail',
+        'Memory that keeps growing under a steady workload is a leak (driver, NCCL plugin or the software '
+        'stack); new ECC/Xid errors under load mean a failing GPU: drain the node, run dcgmi diag -r 3, and '
+        'RMA the GPU if errors repeat.'),
 }
 
 
-WORKLOAD_CHECKS.update({
-    'workload.ib_counter_growth': {
-        'title': 'InfiniBand error counters grew under load', 'default_severity': 'fail',
-        'remediation': 'A port whose link_downed / link_error_recovery / symbol_error counters grow while NCCL traffic runs '
-                       'has a marginal link (field guide 8, network jitter): check it with `mlxlink -d <ca> -p <port> -c` '
-                       '(BER, FEC, eye), reseat or replace the cable/transceiver, check the switch port (its error counters '
-                       'and flap log), update the HCA firmware; clear the counters with `perfquery -x -R` and rerun the '
-                       'collectives to confirm.'},
-    'workload.ib_counters_unread': {
-        'title': 'InfiniBand counter growth not measured', 'default_severity': 'warn',
-        'remediation': 'The counters were not read again after the load (probe failed, port gone, or a replayed bundle '
-                       'without an ib_counters_end entry): read them by hand with `grep -H . '
-                       '/sys/class/infiniband/*/ports/*/counters/{link_downed,link_error_recovery,symbol_error}` before and '
-                       'after a collectives run.'},
-})
-
-
 def _finding(host, check, component, measured, expected, message, severity=None):
-    spec = WORKLOAD_CHECKS[check]
-    return {'host': host, 'check': check, 'component': component, 'severity': severity or spec['default_severity'],
-            'measured': measured, 'expected': expected, 'message': message, 'remediation': spec['remediation']}
+    return _findings.make(CHECKS, host, check, component, measured, expected, message, severity=severity)
 
 
 def parse_result_lines(text):
@@ -121,6 +86,29 @@ def parse_result_lines(text):
             raise ParseError('workload', '%s is not a JSON object' % RESULT_TAG, line)
         results.append(value)
     return results
+
+
+def _parse(run, parser):
+    """``run``'s output through ``parser``: taken from ``run['parsed']`` when ``with_parsed`` put it there
+    (each output is parsed once per judgement), else parsed now. Raises ParseError."""
+    if 'parsed' in run:
+        if isinstance(run['parsed'], ParseError):
+            raise run['parsed']
+        return run['parsed']
+    return parser(run.get('stdout') or '')
+
+
+def with_parsed(kind, run):
+    """A copy of ``run`` that carries its output parsed (key ``parsed``: the result, or the ParseError), for
+    ``evaluate`` and ``summarise_run`` to share one parse."""
+    parser = parse_nccl_tests if kind == 'nccl_tests' else parse_result_lines if kind in RESULT_KINDS else None
+    if parser is None or 'parsed' in run:
+        return run
+    try:
+        parsed = parser(run.get('stdout') or '')
+    except ParseError as err:
+        parsed = err
+    return dict(run, parsed=parsed)
 
 
 def _rc(run):
@@ -180,7 +168,7 @@ def evaluate_nccl_tests(run, profile, host, component=None):
     findings = []
     failure = _run_failure(host, component, run, 'nccl-tests')
     try:
-        parsed = parse_nccl_tests(run.get('stdout') or '')
+        parsed = _parse(run, parse_nccl_tests)
     except ParseError as err:
         if failure:
             return [failure]
@@ -213,7 +201,7 @@ def _single_result(run, host, component, what):
     """(result dict or None, findings) for a torch workload run with one result line."""
     failure = _run_failure(host, component, run, what)
     try:
-        results = parse_result_lines(run.get('stdout') or '')
+        results = _parse(run, parse_result_lines)
     except ParseError as err:
         return None, [failure or _finding(host, 'workload.failed', component, 'unparsable result', 'a %s line' % RESULT_TAG,
                                           '%s: %s (%s)' % (component, err.reason, err.excerpt))]
@@ -322,7 +310,7 @@ EVALUATORS = {
     'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host),
     'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
     'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
-    'link_counters': lambda run, profile, host: _links.evaluate_counter_growth(run, profile, host, _finding),
+    'link_counters': _links.evaluate_counter_growth,
 }
 
 
@@ -342,12 +330,12 @@ def summarise_run(kind, run):
         return keep
     try:
         if kind == 'nccl_tests':
-            parsed = parse_nccl_tests(run.get('stdout') or '')
+            parsed = _parse(run, parse_nccl_tests)
             keep['avg_busbw_gbps'] = parsed.get('avg_busbw_gbps')
             keep['busbw_gbps'] = dict((str(size), busbw) for size, busbw in _collectives.busbw_by_size(parsed).items())
             keep['cycles'] = parsed.get('cycles')
         else:
-            results = parse_result_lines(run.get('stdout') or '')
+            results = _parse(run, parse_result_lines)
             if results:
                 result = results[-1]
                 if kind == 'torch_allreduce':
@@ -357,17 +345,3 @@ def summarise_run(kind, run):
     except ParseError:
         pass
     return keep
-
-
-def checks_markdown():
-    """docs/workload-checks.md: the checks of the collective benchmarks and the workloads."""
-    lines = ['# Collective and workload checks', '',
-             'Findings of `xuanwu.cluster.workload_check` (roles `collectives`, `collectives_multinode`, `torch_workloads`).',
-             'Site overrides in the profile\'s `checks` section (`disable`, `severity`) apply to them as to the node checks.',
-             'Generated from `plugins/module_utils/_workloads.py` (`WORKLOAD_CHECKS`).', '',
-             '| check | default severity | what it means | remediation |', '|---|---|---|---|']
-    for check in sorted(WORKLOAD_CHECKS):
-        spec = WORKLOAD_CHECKS[check]
-        remediation = spec['remediation'].replace('|', '\\|')
-        lines.append('| `%s` | %s | %s | %s |' % (check, spec['default_severity'], spec['title'], remediation))
-    return '\n'.join(lines) + '\n'

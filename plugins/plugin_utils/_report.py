@@ -13,8 +13,9 @@ import math
 import re
 from xml.sax.saxutils import escape, quoteattr
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+
 REPORT_SCHEMA_VERSION = 1
-SEVERITY_ORDER = {'fail': 0, 'warn': 1, 'info': 2}
 STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
 
 
@@ -67,7 +68,7 @@ def _facts_summary(facts):
 
 
 def host_entry(host, status, findings, facts, profile_name, profile_path, error=None, workloads=None):
-    findings = sorted(findings or [], key=lambda f: (SEVERITY_ORDER.get(f.get('severity'), 9), f.get('check', ''), f.get('component', '')))
+    findings = sorted(findings or [], key=_findings.sort_key)
     counts = dict((sev, sum(1 for f in findings if f.get('severity') == sev)) for sev in ('fail', 'warn', 'info'))
     entry = {
         'status': status,

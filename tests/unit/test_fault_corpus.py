@@ -11,7 +11,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _probe, _profile
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
@@ -40,7 +40,7 @@ def run(tmp_path, probes, profile, host='node'):
     bundle = str(tmp_path / 'bundle')
     make_bundles.write_bundle(probes, bundle, {'host': host})
     facts = _probe.probe(_probe.ReplayRunner(bundle))
-    return facts, _checks.evaluate(facts, profile, host)
+    return facts, _judge.evaluate(facts, profile, host)
 
 
 def failing(findings):
@@ -118,7 +118,7 @@ def test_bundle_made_before_the_kernel_module_probe_still_replays():
     facts = _probe.probe(_probe.ReplayRunner(bundle))
     assert facts['probes']['nvidia_proc_version']['status'] == 'skipped'
     assert 'kernel_module' not in facts['gpu'] and facts['gpu']['count'] == 2
-    findings = _checks.evaluate(facts, load_profile('h200x2-nvlink', {'host': {'time': None}}), 'h200x2')
+    findings = _judge.evaluate(facts, load_profile('h200x2-nvlink', {'host': {'time': None}}), 'h200x2')
     driver = [(f['check'], f['severity']) for f in findings if f['component'] == 'nvidia driver']
     assert driver == [('facts.not_collected', 'info')]
     assert not [f for f in findings if f['severity'] == 'fail']

@@ -104,15 +104,10 @@ def test_result_lines_and_task_errors():
         _workloads.evaluate('nope', {}, {}, 'h')
 
 
-def test_every_workload_check_is_documented():
-    with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
-        assert handle.read() == _workloads.checks_markdown(), 'regenerate docs/workload-checks.md'
-
-
 def documented_severities():
-    """{check: default severity} as docs/workload-checks.md states it (its table, read as a user reads it)."""
+    """{check: default severity} as docs/checks.md states it (its table, read as a user reads it)."""
     severities = {}
-    with open(os.path.join(ROOT, 'docs', 'workload-checks.md')) as handle:
+    with open(os.path.join(ROOT, 'docs', 'checks.md')) as handle:
         for line in handle:
             cells = [c.strip() for c in line.strip().strip('|').split('|')]
             if len(cells) >= 2 and cells[0].startswith('`') and cells[0].endswith('`'):
@@ -201,3 +196,24 @@ def test_bandwidth_without_a_curve_is_not_judged(kind, run, curves, judged):
     assert (why is None) == judged
     if not judged:
         assert 'curve in profile p' in why
+
+
+def test_each_output_is_parsed_once_per_judgement(monkeypatch):
+    """workload_check judges a run and keeps its figures from one parse of its output."""
+    calls = []
+    real = _workloads.parse_nccl_tests
+
+    def counting(text):
+        calls.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(_workloads, 'parse_nccl_tests', counting)
+    with open(os.path.join(NCCL_DERIVED, 'nccl-tests_all_reduce_perf_slow-30pct.txt')) as handle:
+        run = {'stdout': handle.read(), 'exit_code': 0, 'collective': 'all_reduce'}
+    run = _workloads.with_parsed('nccl_tests', run)
+    findings = _workloads.evaluate('nccl_tests', run, {}, 'h')
+    summary = _workloads.summarise_run('nccl_tests', run)
+    assert len(calls) == 1
+    assert summary['busbw_gbps'] and not [f for f in findings if f['check'] == 'collectives.run_failed']
+    broken = _workloads.with_parsed('ddp_smoke', {'stdout': 'XUANWU_RESULT {not json', 'exit_code': 0})
+    assert [f['check'] for f in _workloads.evaluate('ddp_smoke', broken, {}, 'h')] == ['workload.failed']

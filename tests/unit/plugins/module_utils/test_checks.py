@@ -16,10 +16,12 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import checks_markdown
 from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import (
-    CHECKS, apply_overrides, checks_markdown, evaluate, evaluate_group, link_at_least, summarise,
-    version_at_least, version_matches,
+    CHECKS, link_at_least, version_at_least, version_matches,
 )
+from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import apply_overrides, summarise
+from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import evaluate, evaluate_group
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
     DEFAULT_LEFTOVER_PATTERNS, merge_profile, validate_profile,
@@ -875,7 +877,7 @@ def test_link_at_least(measured, expected, ok):
 def test_docs_checks_md_is_generated():
     with open(os.path.join(ROOT, 'docs', 'checks.md')) as handle:
         committed = handle.read()
-    assert committed == checks_markdown(), 'docs/checks.md is stale: regenerate it with _checks.checks_markdown()'
+    assert committed == checks_markdown(), 'docs/checks.md is stale: regenerate it with _catalogue.checks_markdown()'
 
 
 def test_every_check_is_documented_with_remediation():

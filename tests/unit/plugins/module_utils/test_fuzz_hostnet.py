@@ -46,6 +46,7 @@ CORPUS = {
     net.parse_roce_ecn: (_derived('net', 'roce_ecn_'), [], dict),
     net.parse_dcb_pfc: (_derived('net', 'dcb_'), ['{"prio_pfc":{"0":"off","3":"on"}}'], dict),
     net.parse_mlnx_qos: (_derived('net', 'mlnx_qos_'), [], dict),
+    net.parse_dcb_app: ([], ['{"dscp_prio":[[26,3],[24,3],[24,5],[48,6]]}', '[{"dscp_prio":[{"dscp":24,"prio":3}]}]'], dict),
     host.parse_os_release: ([os.path.join(VM, 'os-release.txt'), os.path.join(H200, 'os-release.txt')], [], dict),
     host.parse_uname: ([os.path.join(VM, 'uname_-a.txt'), os.path.join(H200, 'uname_-a.txt')],
                        ['Linux n1 5.15.0-119-generic #129-Ubuntu SMP Fri Aug 2 19:25:20 UTC 2024 x86_64 x86_64 x86_64 GNU/Linux\n'],

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _hygiene, _probe
-from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import evaluate
+from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import evaluate
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_host import parse_ps, parse_ss_listening
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import parse_smi_xml
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import DEFAULT_LEFTOVER_PATTERNS

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The catalogue of every check id: the entries of each check module, joined (docs/checks.md).
+
+Each check module keeps its entries next to the code that emits them (``CHECKS``): node checks in
+``_checks``, the nccl-tests curve checks in ``_collectives``, InfiniBand counter growth in ``_links``,
+the workload and run checks in ``_workloads``. The profile validator takes the ids from here, the JUnit
+report lists them, and docs/checks.md is generated from here (``checks_markdown``). Pure: no I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _collectives, _findings, _links, _workloads
+
+# (title of the docs section, module that emits the checks, its entries), in the order of docs/checks.md
+AREAS = (
+    ('Node checks', 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe', _checks.CHECKS),
+    ('Collective benchmark checks', 'xuanwu.cluster.workload_check kind nccl_tests (each nccl-tests run)',
+     _collectives.CHECKS),
+    ('InfiniBand counters under load', 'xuanwu.cluster.workload_check kind link_counters', _links.CHECKS),
+    ('Workload and run checks', 'xuanwu.cluster.workload_check (collectives, torch workloads, stages that did not run)',
+     _workloads.CHECKS),
+)
+
+CATALOGUE = _findings.join(*(checks for _title, _where, checks in AREAS))
+
+
+def titles():
+    """{check id: title} of every check."""
+    return dict((check, spec['title']) for check, spec in CATALOGUE.items())
+
+
+def _cell(text):
+    return (text or '').replace('|', '\\|')
+
+
+def checks_markdown():
+    """docs/checks.md: every check of the catalogue, by area."""
+    out = [
+        '# Checks',
+        '',
+        '<!-- Generated from plugins/module_utils/_catalogue.py (checks_markdown); do not edit by hand. -->',
+        '',
+        'Every finding names the host, the check id, the component, the severity, what was measured,',
+        'what the profile expected, a message and the remediation below (with the component\'s values',
+        'filled in). Severities: `fail` (the node is not fit), `warn` (fit, but look at it), `info`.',
+        'A site can drop checks or change their severity in the profile (`checks.disable`,',
+        '`checks.severity`, ids or globs such as `ib.*`; see docs/profiles.md); an id or glob that matches',
+        'no check below is a profile error.',
+        '',
+        'Missing facts never pass a required item: a tool that is not installed where the profile needs its',
+        'hardware fails (`gpu.driver_missing`, `ib.tools_missing`, `host.chrony_missing`, `software.*`); a',
+        'failed or unparseable probe fails through `probe.*`; facts that were not collected give',
+        '`facts.not_collected` (info); a value the tool did not report gives `facts.not_measured` (warn).',
+        'A stage that was asked for and measured nothing fails with `workload.not_measured`.',
+    ]
+    for title, where, checks in AREAS:
+        out += ['', '## %s' % title, '', 'Emitted by %s.' % where, '']
+        if any(spec['component_kind'] for spec in checks.values()):
+            out += ['| check | severity | component | what it compares | remediation |', '|---|---|---|---|---|']
+            for check, spec in checks.items():
+                out.append('| `%s` | %s | `%s` | %s | %s |' % (
+                    check, spec['default_severity'], spec['component_kind'], _cell(spec['compares']),
+                    _cell(_checks.render_remediation(check))))
+        else:
+            out += ['| check | severity | what it means | remediation |', '|---|---|---|---|']
+            for check in sorted(checks):
+                spec = checks[check]
+                out.append('| `%s` | %s | %s | %s |' % (
+                    check, spec['default_severity'], _cell(spec['title']), _cell(spec['remediation'])))
+    out += [
+        '',
+        '## Hosts compared with each other',
+        '',
+        '`evaluate_group` compares hosts on `%s` by default; a key outside this list gives'
+        % '`, `'.join(_checks.DEFAULT_GROUP_KEYS),
+        '`consistency.<key>` findings with severity warn.',
+        '',
+        'Driver drift between hosts of one profile (`consistency.software.driver_version`) fails by default: a',
+        'production gate passes nodes into one job, and a job whose ranks run different NVIDIA drivers is the',
+        'classic NCCL hang (each driver pairs with its own CUDA driver API, Fabric Manager and NVLink/P2P',
+        'behaviour; ranks stop agreeing on transports and protocol versions and the collective waits forever',
+        'instead of failing). A warning would let such a node into the job. A site that rolls a driver out',
+        'node by node and keeps the mixed fleet out of shared jobs can lower it in the profile',
+        '(`checks.severity: {consistency.software.driver_version: warn}`). Within one node the driver is read',
+        'from three places: the loaded kernel module (`/proc/driver/nvidia/version`), NVML (`nvidia-smi -q -x`)',
+        'and each GPU (`--query-gpu`); `gpu.driver_library_mismatch` and `gpu.driver_version_mixed` fail when',
+        'they disagree.',
+        '',
+    ]
+    return '\n'.join(out)

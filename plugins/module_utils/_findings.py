@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Findings: the one shape every check emits, severities and their rank, site overrides, the summary.
+
+A finding is ``{host, check, component, severity, measured, expected, message, remediation}`` with
+``severity`` one of ``fail`` | ``warn`` | ``info``. Every check module describes its checks with
+``entry`` (a catalogue entry) and builds findings with ``make``; ``_catalogue`` joins the entries of
+all check modules into the one catalogue of check ids. Pure: no I/O, no imports of other modules of
+this collection (every check module imports this one).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import string
+
+FAIL, WARN, INFO = 'fail', 'warn', 'info'
+SEVERITIES = (FAIL, WARN, INFO)
+# Higher is worse. Every ordering of findings or statuses in the collection uses this rank.
+RANK = {INFO: 0, WARN: 1, FAIL: 2}
+STATUSES = ('pass', WARN, FAIL)
+FIELDS = ('host', 'check', 'component', 'severity', 'measured', 'expected', 'message', 'remediation')
+
+
+def entry(title, severity, remediation, kind=None, compares=None):
+    """A catalogue entry: what the check is, its default severity and the remediation text.
+
+    ``kind`` names the component a finding points at (``gpu<N>``), ``compares`` says what is compared with
+    what; both go to docs/checks.md. The remediation may hold ``{placeholders}`` that ``make`` fills in.
+    """
+    if severity not in SEVERITIES:
+        raise ValueError('severity must be one of %s, got %r' % (', '.join(SEVERITIES), severity))
+    return {'title': title, 'default_severity': severity, 'remediation': remediation,
+            'component_kind': kind, 'compares': compares}
+
+
+def join(*catalogues):
+    """One catalogue from several; a check id defined twice is an error (one definition per check)."""
+    out = {}
+    for catalogue in catalogues:
+        for check, spec in catalogue.items():
+            if check in out:
+                raise ValueError('check id %s is defined twice' % check)
+            out[check] = spec
+    return out
+
+
+class _Defaulting(dict):
+    def __missing__(self, key):
+        return '<%s>' % key
+
+
+def render(text, context=None):
+    """``text`` with ``{placeholders}`` filled from ``context``; a missing one shows as ``<placeholder>``."""
+    return string.Formatter().vformat(text, (), _Defaulting(context or {}))
+
+
+def make(catalogue, host, check, component, measured, expected, message, severity=None, remediation=None,
+         context=None):
+    """The finding of ``check`` (an id of ``catalogue``): severity and remediation default to the entry's
+    (its ``{placeholders}`` filled from ``context`` when one is given)."""
+    spec = catalogue[check]
+    severity = severity or spec['default_severity']
+    if severity not in SEVERITIES:
+        raise ValueError('severity must be one of %s, got %r' % (', '.join(SEVERITIES), severity))
+    if remediation is None:
+        remediation = spec['remediation'] if context is None else render(spec['remediation'], context)
+    return {'host': host, 'check': check, 'component': component, 'severity': severity, 'measured': measured,
+            'expected': expected, 'message': message, 'remediation': remediation}
+
+
+def sort_key(finding):
+    """Worst first, then by check id and component."""
+    return (-RANK.get(finding.get('severity'), -1), finding.get('check') or '', str(finding.get('component') or ''))
+
+
+def is_failing(finding, fail_on=FAIL):
+    """True for a ``fail`` finding, and for a ``warn`` finding when ``fail_on`` is ``warn``."""
+    return RANK.get(finding.get('severity'), -1) >= RANK[fail_on]
+
+
+def failed_checks(findings):
+    return sorted(set(f['check'] for f in findings or [] if f.get('severity') == FAIL))
+
+
+def status_of(findings):
+    """``fail`` if any finding fails, else ``warn`` if any warns, else ``pass`` (info never changes it)."""
+    worst = max([RANK.get(f.get('severity'), -1) for f in findings or []] or [-1])
+    return FAIL if worst >= RANK[FAIL] else WARN if worst >= RANK[WARN] else 'pass'
+
+
+def summarise(findings):
+    """Overall status, counts per severity and per-host status."""
+    counts = dict((severity, 0) for severity in SEVERITIES)
+    by_host = {}
+    for finding in findings or []:
+        if finding.get('severity') in counts:
+            counts[finding['severity']] += 1
+        by_host.setdefault(finding.get('host'), []).append(finding)
+    return {'status': status_of(findings), 'counts': counts,
+            'hosts': dict((host, status_of(found)) for host, found in by_host.items())}
+
+
+def _override_for(check, table):
+    if check in table:
+        return table[check]
+    for pattern in table:
+        if fnmatch.fnmatchcase(check, pattern):
+            return table[pattern]
+    return None
+
+
+def apply_overrides(findings, checks):
+    """Apply a profile's ``checks`` section (``disable``, ``severity``: ids or globs) to findings; a new list."""
+    checks = checks or {}
+    disabled = checks.get('disable') or []
+    severities = checks.get('severity') or {}
+    out = []
+    for finding in findings:
+        if any(fnmatch.fnmatchcase(finding['check'], pattern) for pattern in disabled):
+            continue
+        severity = _override_for(finding['check'], severities)
+        if severity:
+            finding = dict(finding, severity=severity)
+        out.append(finding)
+    return out

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The judge: a profile, validated once, and every way of turning measurements into findings.
+
+``Judge(profile)`` validates the profile (``_profile.validate_profile``; check ids against the catalogue)
+and then judges node facts (``node``), hosts against each other (``group``) and workload runs
+(``workload``), applying the profile's site overrides (``checks.disable``, ``checks.severity``) to every
+finding in one place. Pure: no I/O. Raises ``ProfileError`` for a bad profile.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _findings, _profile, _workloads
+
+
+class Judge(object):
+    def __init__(self, profile, path='<profile>'):
+        self.profile = _profile.validate_profile(profile, path)
+        self._overrides = self.profile.get('checks')
+
+    def _judged(self, findings):
+        return _findings.apply_overrides(findings, self._overrides)
+
+    def node(self, facts, host):
+        """Findings of one host's facts (docs/facts.md)."""
+        return self._judged(_checks.check_node(facts, self.profile, host))
+
+    def group(self, facts_by_host, keys=_checks.DEFAULT_GROUP_KEYS):
+        """``consistency.<key>`` findings of the hosts whose value differs from the majority."""
+        return self._judged(_checks.check_group(facts_by_host, keys))
+
+    def for_section(self, section):
+        """The profile whose ``collectives`` curves are those of ``section`` (``collectives`` or
+        ``collectives_multinode``)."""
+        if section == 'collectives':
+            return self.profile
+        return dict(self.profile, collectives=self.profile.get(section) or {})
+
+    def workload(self, kind, run, host, section='collectives'):
+        """Findings of one workload run (``_workloads.EVALUATORS``), judged by the curves of ``section``."""
+        return self._judged(_workloads.evaluate(kind, run, self.for_section(section), host))
+
+
+def evaluate(facts, profile, host):
+    """Findings of one host against a raw or normalised profile (``Judge(profile).node``)."""
+    return Judge(profile).node(facts, host)
+
+
+def evaluate_group(facts_by_host, keys=_checks.DEFAULT_GROUP_KEYS, profile=None):
+    """``Judge(profile).group`` without site overrides when there is no profile."""
+    if profile is None:
+        return _checks.check_group(facts_by_host, keys)
+    return Judge(profile).group(facts_by_host, keys)

@@ -1,0 +1,159 @@
+"""One judge: one finding shape and severity rank (_findings), one catalogue of every check id (_catalogue),
+one profile validation per judgement (_judge)."""
+import os
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import (
+    _catalogue, _checks, _collectives, _findings, _judge, _links, _profile, _workloads,
+)
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+BASE = {'schema_version': 1, 'name': 't'}
+
+
+def profile(**checks):
+    return dict(BASE, checks=checks)
+
+
+# --- the catalogue -----------------------------------------------------------------------------
+
+def test_catalogue_holds_every_area_once():
+    areas = [_checks.CHECKS, _collectives.CHECKS, _links.CHECKS, _workloads.CHECKS]
+    assert sum(len(a) for a in areas) == len(_catalogue.CATALOGUE)
+    for area in areas:
+        assert set(area) <= set(_catalogue.CATALOGUE)
+
+
+def test_a_check_id_defined_twice_is_refused():
+    with pytest.raises(ValueError, match='gpu.count is defined twice'):
+        _findings.join(_checks.CHECKS, {'gpu.count': _findings.entry('again', 'warn', 'x')})
+
+
+@pytest.mark.parametrize('check', sorted(_catalogue.CATALOGUE))
+def test_every_catalogue_entry_is_complete(check):
+    spec = _catalogue.CATALOGUE[check]
+    assert spec['default_severity'] in _findings.SEVERITIES
+    assert spec['title'] and len(spec['remediation']) > 40
+    assert re.match(r'^[a-z]+(\.[a-z0-9_]+)+$', check)
+
+
+def test_severity_must_be_known():
+    with pytest.raises(ValueError, match='severity must be one of fail, warn, info'):
+        _findings.entry('t', 'error', 'r')
+    with pytest.raises(ValueError, match='severity must be one of'):
+        _findings.make(_catalogue.CATALOGUE, 'h', 'gpu.count', 'gpu', 1, 2, 'm', severity='critical')
+
+
+# --- the profile validator knows every check id ------------------------------------------------
+
+@pytest.mark.parametrize('typo, hint', [
+    ('collectives.busbw_lwo', 'collectives.busbw_low'),
+    ('workload.not_mesured', 'workload.not_measured'),
+    ('workload.ib_counter_grwth', 'workload.ib_counter_growth'),
+    ('gpu.cuont', 'gpu.count'),
+])
+def test_a_typo_in_checks_disable_is_a_profile_error(typo, hint):
+    with pytest.raises(ProfileError) as err:
+        _profile.validate_profile(profile(disable=[typo]))
+    assert 'checks.disable[0]' in str(err.value) and hint in str(err.value)
+    with pytest.raises(ProfileError) as err:
+        _profile.validate_profile(profile(severity={typo: 'warn'}))
+    assert hint in str(err.value)
+
+
+@pytest.mark.parametrize('pattern', ['collectives.*', 'workload.*', 'collectives.busbw_low', 'workload.soak',
+                                     'workload.ib_counter_growth', 'ib.*', 'consistency.*'])
+def test_real_ids_and_globs_are_accepted(pattern):
+    assert _profile.validate_profile(profile(disable=[pattern]))['checks']['disable'] == [pattern]
+
+
+# --- one finding shape, one rank ---------------------------------------------------------------
+
+def _node_findings():
+    facts = {'gpu': {'installed': True, 'count': 1, 'devices': [{'index': 0, 'name': 'NVIDIA H200'}]}, 'probes': {}}
+    return _judge.evaluate(facts, dict(BASE, gpu={'count': 8}), 'n1')
+
+
+def _workload_findings():
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'derived', 'nccl',
+                           'nccl-tests_all_reduce_perf_wrong-results.txt')) as handle:
+        run = {'stdout': handle.read(), 'exit_code': 0, 'collective': 'all_reduce'}
+    judge = _judge.Judge(dict(BASE, collectives={'all_reduce': {'curve': [{'min_bytes': 1 << 20, 'busbw_gbps_min': 10000}]}}))
+    return judge.workload('nccl_tests', run, 'n1')
+
+
+def test_every_emitter_builds_the_same_shape():
+    found = _node_findings() + _workload_findings() + _links.evaluate_counter_growth(
+        {'before': {}, 'after': {}}, {'infiniband': {'counters_growth_max': {'link_downed': 0}}}, 'n1')
+    found += _judge.evaluate_group({'a': {'software': {'nccl_version': '1'}}, 'b': {'software': {'nccl_version': '1'}},
+                                    'c': {'software': {'nccl_version': '2'}}}, keys=('software.nccl_version',))
+    kinds = set(f['check'].split('.')[0] for f in found)
+    assert {'gpu', 'collectives', 'workload', 'consistency'} <= kinds
+    for finding in found:
+        assert tuple(sorted(finding)) == tuple(sorted(_findings.FIELDS)), finding
+        assert finding['severity'] in _findings.SEVERITIES
+        assert finding['check'] in _catalogue.CATALOGUE or finding['check'].startswith('consistency.')
+
+
+def test_site_overrides_apply_to_node_and_workload_findings_alike():
+    judge = _judge.Judge(dict(BASE, gpu={'count': 8},
+                              collectives={'all_reduce': {'curve': [{'min_bytes': 1 << 20, 'busbw_gbps_min': 10000}]}},
+                              checks={'severity': {'gpu.*': 'warn', 'collectives.busbw_low': 'info'},
+                                      'disable': ['collectives.wrong_results']}))
+    facts = {'gpu': {'installed': True, 'count': 1, 'devices': [{'index': 0, 'name': 'NVIDIA H200'}]}, 'probes': {}}
+    node = judge.node(facts, 'n1')
+    assert node and all(f['severity'] == 'warn' for f in node if f['check'].startswith('gpu.'))
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'derived', 'nccl',
+                           'nccl-tests_all_reduce_perf_wrong-results.txt')) as handle:
+        run = {'stdout': handle.read(), 'exit_code': 0, 'collective': 'all_reduce'}
+    work = judge.workload('nccl_tests', run, 'n1')
+    assert 'collectives.wrong_results' not in [f['check'] for f in work]
+    assert [f['severity'] for f in work if f['check'] == 'collectives.busbw_low'] == ['info']
+
+
+def test_rank_sort_and_status():
+    f = [dict(host='a', check='x.b', component='c', severity=s) for s in ('info', 'fail', 'warn')]
+    assert [x['severity'] for x in sorted(f, key=_findings.sort_key)] == ['fail', 'warn', 'info']
+    assert _findings.status_of([]) == 'pass'
+    assert _findings.status_of(f[:1]) == 'pass'
+    assert _findings.status_of(f[::2]) == 'warn'
+    assert _findings.status_of(f) == 'fail'
+    assert [_findings.is_failing(x) for x in f] == [False, True, False]
+    assert [_findings.is_failing(x, 'warn') for x in f] == [False, True, True]
+    assert _findings.failed_checks(f + f) == ['x.b']
+    summary = _findings.summarise(f + [dict(host='b', check='x.a', component='c', severity='info')])
+    assert summary == {'status': 'fail', 'counts': {'fail': 1, 'warn': 1, 'info': 2}, 'hosts': {'a': 'fail', 'b': 'pass'}}
+
+
+def test_report_orders_findings_by_the_one_rank():
+    f = [dict(host='n1', check=c, component='x', severity=s, measured=1, expected=2, message='m', remediation='r')
+         for c, s in (('a.info', 'info'), ('b.warn', 'warn'), ('c.fail', 'fail'))]
+    entry = _report.host_entry('n1', 'fail', f, {}, 'p', '/p.yml')
+    assert [x['severity'] for x in entry['findings']] == ['fail', 'warn', 'info']
+
+
+# --- JUnit lists every check ---------------------------------------------------------------------
+
+def test_junit_lists_workload_checks_too():
+    finding = _workload_findings()[0]
+    entry = _report.host_entry('n1', 'fail', [finding], {}, 'p', '/p.yml')
+    report = _report.build_report('r', 't0', 't1', '1', '2.19', 'validate.yml', {'n1': entry}, {'p': '/p.yml'})
+    suite = ET.fromstring(_report.render_junit(report, _catalogue.titles()))
+    names = set(case.get('name') for case in suite.iter('testcase'))
+    assert set(_catalogue.CATALOGUE) <= names
+    assert {'collectives.busbw_low', 'workload.not_measured', 'workload.ib_counter_growth'} <= names
+    failed = [case.get('name') for case in suite.iter('testcase') if case.find('failure') is not None]
+    assert finding['check'] in failed
+
+
+def test_docs_checks_md_lists_every_check_once():
+    with open(os.path.join(ROOT, 'docs', 'checks.md')) as handle:
+        text = handle.read()
+    assert text == _catalogue.checks_markdown()
+    rows = re.findall(r'^\| `([a-z0-9_.]+)` \|', text, re.M)
+    assert sorted(rows) == sorted(_catalogue.CATALOGUE)
