@@ -41,7 +41,9 @@ CHECKS = {
         'A probe printed output the parser does not understand', 'probe <name>', 'fail',
         'probes[name].status == parse_error (fail where the profile needs its facts, warn otherwise)',
         'Run `{command}` on the node and compare with the excerpt in the finding. If the tool prints something new (other '
-        'version), capture a bundle (playbooks/capture.yml) and open an issue with it; otherwise fix the tool installation.'),
+        'version), capture a bundle (playbooks/capture.yml) and open an issue with it; otherwise fix the tool installation. '
+        'On a replayed capture bundle whose file could not be read (the finding names the file and why: a link, not a '
+        'regular file, too large), capture the bundle again.'),
     'probe.section_parse_error': _c(
         'Part of a probe\'s output not understood', 'probe <name>: <section>', 'fail',
         'probes[name].section_errors is empty (fail where the profile needs its facts, warn otherwise); the other '
