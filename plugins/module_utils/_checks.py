@@ -20,7 +20,7 @@ __metaclass__ = type
 import fnmatch
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _hygiene, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _hygiene, _links, _probe
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import PCIE_LINK_RANK
 
 
@@ -336,18 +336,6 @@ CHECKS = {
 
 DEFAULT_GROUP_KEYS = ('software.driver_version', 'software.nccl_version', 'software.cuda_toolkit_version', 'host.kernel.release')
 
-# Which profile sections each probe feeds (docs/capture-format.md); per-interface probes by prefix.
-PROBE_SECTIONS = {
-    'nvidia_query_gpu': ('gpu', 'software'), 'nvidia_smi_xml': ('gpu', 'software'), 'nvidia_topo': ('gpu',),
-    'nvidia_nvlink': ('gpu',), 'nvidia_proc_version': ('gpu', 'software'), 'kernel_log': ('gpu', 'host'),
-    'ibstat': ('infiniband',), 'ib_counters': ('infiniband',),
-    'ip_link': ('network',), 'ethtool': ('network',), 'ethtool_driver': ('network',), 'roce_ecn': ('network',),
-    'roce_pfc': ('network',), 'os_release': ('host',), 'uname': ('host',), 'kernel_modules': ('host',),
-    'chrony': ('host',), 'listening': ('host',), 'disks': ('host',), 'memlock': ('host',), 'lspci': ('host',),
-    'processes': ('host',),
-    'nvcc': ('software',), 'nccl_version': ('software',),
-}
-
 # ``consistency.<key>`` for a fact key without its own entry above (evaluate_group's ``keys``).
 CONSISTENCY_DEFAULT = _c(
     'A fact differs from the other hosts', '<key>', 'warn', 'the value of <key> is the one most hosts have',
@@ -515,7 +503,7 @@ def _check_probes(run):
             continue
         if status == 'failed' and 'gpu' in wanted and key.startswith('nvidia_') and _nvml_mismatch(run.facts.get('gpu') or {}):
             continue    # nvidia-smi cannot start NVML: gpu.driver_library_mismatch names the cause once
-        sections = PROBE_SECTIONS.get(key.split(':', 1)[0])
+        sections = _probe.FEEDS.get(key.split(':', 1)[0])
         relevant = sections is None or bool(wanted.intersection(sections))
         check = 'probe.failed' if status == 'failed' else 'probe.parse_error'
         error = record.get('error') or ('exit code %s' % record.get('rc'))
@@ -531,7 +519,7 @@ def _check_probes(run):
         problems = record.get('section_errors') if isinstance(record, dict) else None
         if not isinstance(problems, list) or record.get('status') != 'ok':
             continue
-        sections = PROBE_SECTIONS.get(key.split(':', 1)[0])
+        sections = _probe.FEEDS.get(key.split(':', 1)[0])
         relevant = sections is None or bool(wanted.intersection(sections))
         for problem in problems:
             if not isinstance(problem, dict):

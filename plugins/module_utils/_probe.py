@@ -72,10 +72,17 @@ def _quote(arg):
 
 
 class Probe(object):
-    def __init__(self, key, group, alternatives):
+    """A probe: its key, the group that switches it on, the profile sections its facts feed (``feeds``,
+    a space-separated string: a failed probe fails the checks of those sections and only warns
+    elsewhere), the ways to obtain its output (``alternatives``, tried in order) and a note for the
+    probe table of docs/capture-format.md (``probes_markdown``)."""
+
+    def __init__(self, key, group, feeds, alternatives, note=None):
         self.key = key
         self.group = group
+        self.feeds = tuple(feeds.split())
         self.alternatives = alternatives
+        self.note = note
 
     @property
     def name(self):
@@ -87,35 +94,41 @@ def base_probes(disk_paths=('/',)):
     A = Alternative
     query = 'nvidia-smi --query-gpu=%s --format=csv' % ','.join(nv_p.QUERY_GPU_FIELDS)
     return [
-        Probe('os_release', 'host', [A(host_p.parse_os_release, path='/etc/os-release')]),
-        Probe('uname', 'host', [A(host_p.parse_uname, argv=['uname', '-a'])]),
-        Probe('kernel_modules', 'host', [A(host_p.parse_proc_modules, path='/proc/modules')]),
-        Probe('chrony', 'host', [A(host_p.parse_chronyc_tracking, argv=['chronyc', '-c', 'tracking'])]),
-        Probe('listening', 'host', [A(host_p.parse_ss_listening, argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p'])]),
-        Probe('disks', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))]),
-        Probe('memlock', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
-        Probe('lspci', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
-        Probe('processes', 'host', [A(host_p.parse_ps, argv=['ps', '-e', '-ww', '-o', PS_FORMAT])]),
-        Probe('nvidia_query_gpu', 'gpu', [A(nv_p.parse_query_gpu, argv=query.split(' '))]),
-        Probe('nvidia_smi_xml', 'gpu', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
-        Probe('nvidia_topo', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
-        Probe('nvidia_nvlink', 'gpu', [A(nv_p.parse_nvlink_status, argv=['nvidia-smi', 'nvlink', '--status'])]),
-        Probe('nvidia_proc_version', 'gpu', [A(nv_p.parse_proc_driver_version, path='/proc/driver/nvidia/version')]),
-        Probe('kernel_log', 'xid', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
-                                    A(nv_p.parse_xid_events, argv=['dmesg'])]),
-        Probe('ibstat', 'infiniband', [A(ib_p.parse_ibstat, argv=['ibstat'])]),
-        Probe('ib_counters', 'infiniband', [A(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))]),
-        Probe('ip_link', 'network', [A(net_p.parse_ip_link, argv=['ip', '-j', '-d', 'link', 'show'])]),
-        Probe('nvcc', 'software', [A(nv_p.parse_nvcc_version, argv=['nvcc', '--version']),
-                                   A(nv_p.parse_nvcc_version, argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
-        Probe('nccl_version', 'software', [A(host_p.parse_nccl_version, internal='nccl_version')]),
+        Probe('os_release', 'host', 'host', [A(host_p.parse_os_release, path='/etc/os-release')]),
+        Probe('uname', 'host', 'host', [A(host_p.parse_uname, argv=['uname', '-a'])]),
+        Probe('kernel_modules', 'host', 'host', [A(host_p.parse_proc_modules, path='/proc/modules')]),
+        Probe('chrony', 'host', 'host', [A(host_p.parse_chronyc_tracking, argv=['chronyc', '-c', 'tracking'])]),
+        Probe('listening', 'host', 'host', [A(host_p.parse_ss_listening, argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p'])]),
+        Probe('disks', 'host', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))], note='(`disk_paths`)'),
+        Probe('memlock', 'host', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
+        Probe('lspci', 'host', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
+        Probe('processes', 'host', 'host', [A(host_p.parse_ps, argv=['ps', '-e', '-ww', '-o', PS_FORMAT])],
+              note='(a bundle holds the whole list: command lines can carry secrets, look before sharing it)'),
+        Probe('nvidia_query_gpu', 'gpu', 'gpu software', [A(nv_p.parse_query_gpu, argv=query.split(' '))]),
+        Probe('nvidia_smi_xml', 'gpu', 'gpu software', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
+        Probe('nvidia_topo', 'gpu', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
+        Probe('nvidia_nvlink', 'gpu', 'gpu', [A(nv_p.parse_nvlink_status, argv=['nvidia-smi', 'nvlink', '--status'])]),
+        Probe('nvidia_proc_version', 'gpu', 'gpu software', [A(nv_p.parse_proc_driver_version, path='/proc/driver/nvidia/version')],
+              note="(the loaded kernel module's own version)"),
+        Probe('kernel_log', 'xid', 'gpu host', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
+                                                A(nv_p.parse_xid_events, argv=['dmesg'])],
+              note='(parsed twice: Xid events and link events)'),
+        Probe('ibstat', 'infiniband', 'infiniband', [A(ib_p.parse_ibstat, argv=['ibstat'])]),
+        Probe('ib_counters', 'infiniband', 'infiniband', [A(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))]),
+        Probe('ip_link', 'network', 'network', [A(net_p.parse_ip_link, argv=['ip', '-j', '-d', 'link', 'show'])]),
+        Probe('nvcc', 'software', 'software', [A(nv_p.parse_nvcc_version, argv=['nvcc', '--version']),
+                                               A(nv_p.parse_nvcc_version, argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
+        Probe('nccl_version', 'software', 'software', [A(host_p.parse_nccl_version, internal='nccl_version')],
+              note='(`ncclGetVersion` of the `libnccl.so.2` found)'),
     ]
 
 
 def end_probes():
     """The probes read again at the end of a validation run (``stage: end``): the InfiniBand error
     counters, whose growth during the load the workload_check kind ``link_counters`` judges."""
-    return [Probe('ib_counters_end', 'infiniband', [Alternative(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))])]
+    return [Probe('ib_counters_end', 'infiniband', 'infiniband', [Alternative(ib_p.parse_ib_counters, globs=list(IB_COUNTER_GLOBS))],
+                  note='read again at the end of a run (`node_probe` `stage: end`, docs/facts.md); optional: a bundle without '
+                       'it replays, and the growth check then reports `workload.ib_counters_unread`')]
 
 
 # Outputs of one probe parsed a second time for other facts: the kernel log also holds link events.
@@ -131,16 +144,36 @@ def interface_probes(ifname, rdma=True):
     A = Alternative
     ecn = '/sys/class/net/%s/ecn/roce_%s/enable/*'
     probes = [
-        Probe('ethtool:' + ifname, 'network', [A(net_p.parse_ethtool, argv=['ethtool', ifname])]),
-        Probe('ethtool_driver:' + ifname, 'network', [A(net_p.parse_ethtool_driver, argv=['ethtool', '-i', ifname])]),
+        Probe('ethtool:' + ifname, 'network', 'network', [A(net_p.parse_ethtool, argv=['ethtool', ifname])]),
+        Probe('ethtool_driver:' + ifname, 'network', 'network', [A(net_p.parse_ethtool_driver, argv=['ethtool', '-i', ifname])]),
     ]
     if rdma:
         probes += [
-            Probe('roce_ecn:' + ifname, 'network', [A(net_p.parse_roce_ecn, globs=[ecn % (ifname, 'np'), ecn % (ifname, 'rp')])]),
-            Probe('roce_pfc:' + ifname, 'network', [A(net_p.parse_dcb_pfc, argv=['dcb', '-j', 'pfc', 'show', 'dev', ifname]),
-                                                    A(net_p.parse_mlnx_qos, argv=['mlnx_qos', '-i', ifname])]),
+            Probe('roce_ecn:' + ifname, 'network', 'network',
+                  [A(net_p.parse_roce_ecn, globs=[ecn % (ifname, 'np'), ecn % (ifname, 'rp')])]),
+            Probe('roce_pfc:' + ifname, 'network', 'network', [A(net_p.parse_dcb_pfc, argv=['dcb', '-j', 'pfc', 'show', 'dev', ifname]),
+                                                               A(net_p.parse_mlnx_qos, argv=['mlnx_qos', '-i', ifname])]),
         ]
     return probes
+
+
+def all_probes():
+    """Every probe once (per-interface ones for an interface named ``IF``, disks for ``PATH...``)."""
+    return base_probes(disk_paths=('PATH...',)) + end_probes() + interface_probes('IF')
+
+
+# probe name -> the profile sections its facts feed (the checks' view of a failed probe)
+FEEDS = dict((probe.name, probe.feeds) for probe in all_probes())
+
+
+def probes_markdown():
+    """The probe table of docs/capture-format.md."""
+    out = ['| probe | group | feeds | command |', '|---|---|---|---|']
+    for probe in all_probes():
+        command = ', else '.join('`%s`' % alt.command for alt in probe.alternatives)
+        out.append('| `%s` | %s | %s | %s%s |' % (probe.key, probe.group, ', '.join(probe.feeds), command,
+                                                  ' ' + probe.note if probe.note else ''))
+    return '\n'.join(out) + '\n'
 
 
 def has_rdma_device(ifname):

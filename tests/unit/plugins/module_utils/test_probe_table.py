@@ -1,0 +1,39 @@
+"""The probe table is data: each probe declares the profile sections it feeds, and docs/capture-format.md's
+probe table is generated from it."""
+import os
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _profile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+
+
+def test_docs_probe_table_is_generated():
+    with open(os.path.join(ROOT, 'docs', 'capture-format.md')) as handle:
+        text = handle.read()
+    block = re.search(r'probes_markdown\); do not edit by hand\. -->\n(.*?)<!-- end of the generated probe table -->', text, re.S)
+    assert block, 'docs/capture-format.md lost its generated probe table'
+    assert block.group(1) == _probe.probes_markdown(), 'regenerate the table with _probe.probes_markdown()'
+
+
+def test_every_probe_feeds_known_profile_sections():
+    sections = set(_profile.SCHEMA['keys'])
+    for probe in _probe.all_probes():
+        assert probe.feeds, probe.key
+        assert set(probe.feeds) <= sections, (probe.key, probe.feeds)
+    assert set(_probe.FEEDS) == set(p.name for p in _probe.all_probes())
+
+
+def _failed(key):
+    return {'probes': {key: {'status': 'failed', 'command': key, 'rc': 1, 'error': 'exit code 1'}}}
+
+
+def test_a_failed_probe_fails_the_sections_it_feeds_and_warns_elsewhere():
+    gpu_profile = {'schema_version': 1, 'name': 'g', 'gpu': {'count': 1}}
+    [ib] = [f for f in _judge.evaluate(_failed('ib_counters_end'), gpu_profile, 'n1') if f['check'] == 'probe.failed']
+    assert ib['severity'] == 'warn'
+    ib_profile = {'schema_version': 1, 'name': 'i', 'infiniband': {'ports_min': 1}}
+    [ib] = [f for f in _judge.evaluate(_failed('ib_counters_end'), ib_profile, 'n1') if f['check'] == 'probe.failed']
+    assert ib['severity'] == 'fail'
+    [eth] = [f for f in _judge.evaluate(_failed('ethtool:ens1'), gpu_profile, 'n1') if f['check'] == 'probe.failed']
+    assert eth['severity'] == 'warn'
