@@ -18,7 +18,7 @@ description:
   - With O(parent), makes a fresh directory there the way C(mkdtemp) does (mode 0700, an unpredictable name starting
     with O(prefix), owned by the running user). O(parent) must be owned by root or the running user, and writable by
     others only when it is sticky (as C(/tmp) and C(/var/tmp) are).
-  - With O(path), a fixed directory (the older role variables): it is made with mode 0700 when missing, and refused when
+  - With O(path), a fixed directory (the older role variables), which is made with mode 0700 when missing, and refused when
     it exists and is a symlink, is not a directory, is not owned by the running user, or is writable by its group or by
     others. The message names the path, its owner and its mode.
   - The module never removes anything; the roles remove the directories they made (M(ansible.builtin.file)
