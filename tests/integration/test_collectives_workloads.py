@@ -180,6 +180,9 @@ def torch_python():
 @pytest.mark.skipif(torch_python() is None, reason='no Python with torch here')
 def test_torch_workloads_on_cpu_pass_and_report_their_figures(tmp_path):
     profile = h200_profile(tmp_path, workloads={'fault_isolation': {'bound_s': 60}, 'soak': {'duration_s': 6, 'sample_s': 2}})
+    parent = tmp_path / 'scratch'
+    parent.mkdir(mode=0o1777)
+    parent.chmod(0o1777)
     # The CPU is far below the H200 curve: judge bandwidth on a CPU-sized curve instead.
     data = yaml.safe_load(open(profile))
     data['collectives'] = {'all_reduce': {'curve': [{'min_bytes': 65536, 'busbw_gbps_min': 0.001}]}}
@@ -187,12 +190,16 @@ def test_torch_workloads_on_cpu_pass_and_report_their_figures(tmp_path):
     inv = inventory(tmp_path, {'cpu-node': {}}, xuanwu_profile=profile, xuanwu_validate_workloads=True,
                     xuanwu_torch_python=torch_python(), xuanwu_torch_nproc=2, xuanwu_torch_allreduce_max_bytes='1M',
                     xuanwu_torch_workloads=['allreduce_bench', 'ddp_smoke', 'fault_isolation', 'soak'],
-                    xuanwu_workload_dir=str(tmp_path / 'workloads'), xuanwu_torch_env={'GLOO_SOCKET_IFNAME': 'lo'})
+                    xuanwu_workload_tmp_parent=str(parent), xuanwu_torch_env={'GLOO_SOCKET_IFNAME': 'lo'})
     rc, out, (_folder, report) = run_validate(tmp_path, inv)
     entry = report['hosts']['cpu-node']
     assert rc == 0, (entry['findings'], out[-3000:])
     kinds = [w['kind'] for w in entry['workloads']]
     assert kinds == ['torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak']
+    # The scripts ran from one fresh private directory in the parent, removed at the end.
+    dirs = {re.search(r' (\S+)/\w+\.py ', w['command']).group(1) for w in entry['workloads']}
+    assert len(dirs) == 1 and re.match(re.escape(str(parent)) + r'/xuanwu-workloads\.\w{8}$', dirs.pop()), entry['workloads']
+    assert os.listdir(str(parent)) == []
     ddp = entry['workloads'][1]['result']
     assert ddp['last_loss'] < ddp['first_loss'] and ddp['step_time_ms_median'] > 0
     fault = entry['workloads'][2]['result']
@@ -286,3 +293,34 @@ def test_requested_torch_workloads_that_measure_nothing_fail(tmp_path, workloads
     found = [(f['check'], f['component'], f['severity']) for f in entry['findings'] if f['severity'] == 'fail']
     assert found == [('workload.not_measured', component, 'fail')], (found, out[-2000:])
     assert reason in entry['findings'][0]['message'] and rc == 2
+
+
+def plant_symlink(path, tmp_path):
+    (tmp_path / 'elsewhere').mkdir()
+    os.symlink(str(tmp_path / 'elsewhere'), path)
+
+
+def plant_foreign(path, _tmp_path):
+    os.mkdir(path, 0o755)
+    os.chown(path, 65534, 65534)   # nobody
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='planting a directory of another user needs root')
+@pytest.mark.parametrize('plant, reason', [(plant_symlink, 'is a symlink (to '), (plant_foreign, 'is not owned by the running user')])
+def test_a_planted_fixed_workload_directory_is_refused_before_anything_runs(tmp_path, plant, reason):
+    """The old fixed xuanwu_workload_dir, made beforehand by another user (or pointing elsewhere), with a script of
+    theirs in it: refused with a finding naming path, owner and mode; nothing is copied there and nothing runs."""
+    planted = str(tmp_path / 'xuanwu-workloads')
+    plant(planted, tmp_path)
+    marker = tmp_path / 'ran'
+    with open(os.path.join(planted, 'allreduce_bench.py'), 'w') as handle:
+        handle.write('open(%r, "w").close()\n' % str(marker))
+    inv = inventory(tmp_path, {'cpu-node': {}}, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_workloads=True,
+                    xuanwu_torch_python=sys.executable, xuanwu_torch_workloads=['allreduce_bench'], xuanwu_workload_dir=planted)
+    rc, out, (_folder, report) = run_validate(tmp_path, inv)
+    entry = report['hosts']['cpu-node']
+    errors = [f for f in entry['findings'] if f['severity'] == 'fail']
+    assert len(errors) == 1 and rc == 2, (entry['findings'], out[-3000:])
+    assert planted + ' (owner ' in errors[0]['message'] and reason in errors[0]['message'], errors
+    assert [w['kind'] for w in entry['workloads']] == ['task_error'] and not marker.exists()
+    assert sorted(os.listdir(planted)) == ['allreduce_bench.py']

@@ -34,6 +34,7 @@ PLAYBOOK = [{
         {'name': 'Build', 'ansible.builtin.include_role': {'name': 'xuanwu.cluster.nccl_tests_build'}},
         # Printed as JSON (ANSIBLE_CALLBACK_RESULT_FORMAT=json below) and read back from the output.
         {'name': 'Show the result', 'ansible.builtin.debug': {'msg': '{{ nccl_tests_build_result | to_json }}'}},
+        {'name': 'Show what was unpacked', 'ansible.builtin.debug': {'msg': "UNPACKED-SRC={{ __nccl_tests_build_unpacked.src | default('none') }}"}},
     ],
 }]
 
@@ -166,7 +167,7 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     line = run_binary(os.path.join(result['bin_dir'], 'all_reduce_perf'))
     assert line.startswith('stand-in all_reduce_perf, not nccl-tests: built with MPI=0 CUDA_HOME=%s NCCL_HOME=' % site.cuda)
     # NCCL_HOME was a shim with lib/libnccl.so (the stand-in's make fails without it), inside the per-host build directory.
-    assert re.search(r'NCCL_HOME=%s/\.build/localhost-%s-%s/nccl ' % (re.escape(site.prefix), re.escape(VERSION), result['build_id']), line)
+    assert re.search(r'NCCL_HOME=%s/\.build/localhost-%s-%s\.\w{8}/nccl ' % (re.escape(site.prefix), re.escape(VERSION), result['build_id']), line)
     info = read_info(result)
     assert info['version'] == VERSION and info['build_id'] == result['build_id']
     assert info['archive_sha256'] == site.sha256
@@ -179,9 +180,8 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     assert re.match(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$', info['built_at'])
     assert info['binaries'] == binaries
     assert any(c.startswith('archive_sha256=%s' % site.sha256) for c in info['build_id_covers'])
-    # The build directory is gone; the verified archive stays in the cache.
-    assert os.listdir(os.path.join(site.prefix, '.build')) == []
-    assert os.listdir(os.path.join(site.prefix, '.cache')) == ['nccl-tests-%s-%s.tar.gz' % (VERSION, site.sha256[:12])]
+    # The private build directory (with the archive's verified copy) is gone.
+    assert os.listdir(os.path.join(site.prefix, '.build')) == [] and not os.path.exists(os.path.join(site.prefix, '.cache'))
     mtime = os.stat(result['info_file']).st_mtime
 
     # Second run: nothing downloaded, unpacked or made.
@@ -220,6 +220,43 @@ def test_checksum_mismatch_stops_before_anything_is_installed(site, how):
     assert not os.path.isdir(os.path.join(site.prefix, '.build')) or os.listdir(os.path.join(site.prefix, '.build')) == []
 
 
+@pytest.mark.parametrize('src', ['node', 'controller', 'url'])
+def test_the_archive_is_copied_into_a_private_build_directory_and_only_that_copy_is_unpacked(site, src):
+    archive = {'node': site.archive, 'controller': 'files/nccl-tests-%s.tar.gz' % VERSION, 'url': 'file://' + site.archive}[src]
+    rc, out, result, _changed = site.play(nccl_tests_build_archive=archive,
+                                          nccl_tests_build_archive_src='controller' if src == 'url' else src)
+    assert rc == 0 and result['built'] is True, out[-5000:]
+    unpacked = re.search(r'UNPACKED-SRC=([^\s"\']+)', out).group(1)
+    private = r'%s/\.build/localhost-%s-%s\.\w{8}' % (re.escape(site.prefix), re.escape(VERSION), result['build_id'])
+    assert re.match(private + r'/nccl-tests-%s-%s\.tar\.gz$' % (re.escape(VERSION), site.sha256[:12]), unpacked), unpacked
+    assert os.listdir(os.path.join(site.prefix, '.build')) == []
+
+
+@pytest.mark.parametrize('src', ['node', 'controller'])
+def test_a_wrong_archive_is_refused_on_its_copy_before_unpacking(site, src):
+    wrong = 'cd' * 32
+    archive = site.archive if src == 'node' else 'files/nccl-tests-%s.tar.gz' % VERSION
+    rc, out, result, _changed = site.play(nccl_tests_build_archive=archive, nccl_tests_build_archive_src=src, nccl_tests_build_sha256=wrong)
+    assert rc != 0 and result is None
+    text = flat(out)
+    assert 'nccl-tests archive %s has sha256 %s, expected %s: refusing to build (checked on its copy %s/.build/localhost-' % (
+        site.archive, site.sha256, wrong, site.prefix) in text, out[-5000:]
+    assert 'TASK [xuanwu.cluster.nccl_tests_build : Unpack the verified copy]' not in out
+    assert os.listdir(os.path.join(site.prefix, '.build')) == [] and site.build_dirs() == []
+
+
+def test_keep_workdir_keeps_the_private_build_directory(site):
+    rc, out, result, _changed = site.play(nccl_tests_build_keep_workdir=True, nccl_tests_build_work_parent=os.path.join(site.tmp, 'scratch'),
+                                          cli=())
+    assert rc != 0 and 'the work directory parent %s cannot be used' % os.path.join(site.tmp, 'scratch') in flat(out), out[-3000:]
+    os.mkdir(os.path.join(site.tmp, 'scratch'), 0o700)
+    rc, out, result, _changed = site.play(nccl_tests_build_keep_workdir=True, nccl_tests_build_work_parent=os.path.join(site.tmp, 'scratch'))
+    assert rc == 0, out[-5000:]
+    kept = os.listdir(os.path.join(site.tmp, 'scratch'))
+    assert len(kept) == 1 and kept[0].startswith('localhost-%s-%s.' % (VERSION, result['build_id']))
+    assert os.stat(os.path.join(site.tmp, 'scratch', kept[0])).st_mode & 0o7777 == 0o700
+
+
 def test_malformed_checksum_fails_in_preflight(site):
     rc, out, result, _changed = site.play(nccl_tests_build_sha256='deadbeef')
     assert rc != 0 and result is None
@@ -246,7 +283,7 @@ def test_file_url_works_like_a_path_and_mpi_uses_a_shim(site):
     assert os.path.join(mpi, 'lib') in result['ld_library_path'].split(':')
     line = run_binary(os.path.join(result['bin_dir'], 'sendrecv_perf'))
     assert 'MPI=1' in line and re.search(r'MPI_HOME=\S+/\.build/localhost-\S+/mpi$', line), line
-    assert os.listdir(os.path.join(site.prefix, '.cache')) == ['nccl-tests-%s-%s.tar.gz' % (VERSION, site.sha256[:12])]
+    assert os.listdir(os.path.join(site.prefix, '.build')) == []
 
 
 def test_pip_wheel_nccl_is_found_and_linked_through_a_shim(site):
