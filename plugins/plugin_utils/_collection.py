@@ -232,6 +232,9 @@ def _check_each(name, values, grammar, words):
             for v in values if not isinstance(v, str) or not grammar(v)]
 
 
+ABSOLUTE_WORDS = 'an absolute path (no NUL or line break)'
+
+
 def _absolute(text):
     return os.path.isabs(text) and not _LINE_BREAKS.search(text)
 
@@ -245,10 +248,10 @@ GRAMMARS = {
     'xuanwu_torch_env': _check_env,
     'xuanwu_redact_env_keys': lambda n, v: _check_each(n, v, ENV_NAME.match, ENV_NAME_WORDS),
     'xuanwu_probe_interfaces': lambda n, v: _check_each(n, v, IFNAME.match, IFNAME_WORDS + ' or a glob of one'),
-    'xuanwu_nccl_tests_bin_dir': lambda n, v: _check_each(n, v, _absolute, 'an absolute path'),
-    'xuanwu_workload_dir': lambda n, v: _check_each(n, v, _absolute, 'an absolute path'),
-    'xuanwu_disk_paths': lambda n, v: _check_each(n, v, _absolute, 'an absolute path'),
-    'xuanwu_nccl_tests_ld_library_path': lambda n, v: _check_each(n, v, _absolute_list, 'absolute paths separated by :'),
+    'xuanwu_nccl_tests_bin_dir': lambda n, v: _check_each(n, v, _absolute, ABSOLUTE_WORDS),
+    'xuanwu_workload_dir': lambda n, v: _check_each(n, v, _absolute, ABSOLUTE_WORDS),
+    'xuanwu_disk_paths': lambda n, v: _check_each(n, v, _absolute, ABSOLUTE_WORDS),
+    'xuanwu_nccl_tests_ld_library_path': lambda n, v: _check_each(n, v, _absolute_list, 'absolute paths separated by : (no NUL or line break)'),
 }
 
 
