@@ -32,6 +32,18 @@ def _write_private(path, text):
         handle.write(text)
 
 
+def _secrets_of(hv):
+    """The secret values of a host's environments (``hv`` are its variables)."""
+    extra_keys = hv.get('xuanwu_redact_env_keys') or []
+    extra_keys = extra_keys if isinstance(extra_keys, list) else []
+    secrets = []
+    for name in ENV_VARIABLES:
+        env = hv.get(name)
+        if isinstance(env, dict):
+            secrets.extend(_redact.secret_values(env, extra_keys))
+    return secrets
+
+
 def _now():
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
 
@@ -58,11 +70,7 @@ class ActionModule(ActionBase):
         for host in args['hosts']:
             try:
                 hv = hostvars[host]
-                extra_keys = hv.get('xuanwu_redact_env_keys') or []
-                for name in ENV_VARIABLES:
-                    env = hv.get(name)
-                    if isinstance(env, dict):
-                        secrets.extend(_redact.secret_values(env, extra_keys if isinstance(extra_keys, list) else []))
+                secrets.extend(_secrets_of(hv))
                 status = hv.get('xuanwu_status')
                 findings = hv.get('xuanwu_findings')
                 facts = hv.get('xuanwu_facts')
