@@ -111,3 +111,18 @@ def test_argument_injection_fails_the_preflight(tmp_path, host_vars, named):
     assert 'must match' in out or 'must be' in out or 'must not' in out, out[-3000:]
     assert not (tmp_path / 'mpirun.args').exists() and not (tmp_path / 'calls.log').exists()
     assert not (tmp_path / 'reports').exists()
+
+
+def test_the_multinode_stage_in_check_mode_runs_nothing_and_leaves_no_hostfile(tmp_path):
+    fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
+    mpirun = fake_mpirun(tmp_path, os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_16-ranks.txt'))
+    inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
+                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
+                    xuanwu_nccl_env=NCCL_ENV)
+    rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_connection=local', '--check')
+    assert not (tmp_path / 'mpirun.args').exists()
+    for host in ('gpu-a', 'gpu-b'):
+        found = [(f['check'], f['severity']) for f in report['hosts'][host]['findings'] if f['severity'] == 'fail']
+        assert found == [('workload.not_measured', 'fail')], found  # requested, not run: never a pass, never a task error
+    assert rc == 2 and 's3cr3t' not in out and 'hunter2' not in out
