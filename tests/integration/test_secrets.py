@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from test_collectives_workloads import DERIVED, HW, fake_nccl_tests, h200_profile, inventory, run_validate, write_test_double
+from test_validate_playbook import playbook
 
 SECRETS = ('s3cr3t', 'hunter2')
 NCCL_ENV = {'https_proxy': 'http://u:s3cr3t@p:3128', 'NCCL_SOCKET_IFNAME': 'eth0', 'MY_PASSWORD': 'hunter2'}
@@ -104,8 +105,8 @@ def test_argument_injection_fails_the_preflight(tmp_path, host_vars, named):
     inv = inventory(tmp_path, hosts, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
                     xuanwu_validate_collectives=True, xuanwu_collectives=['all_reduce'], xuanwu_collectives_gpus=4,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8)
-    rc, out = __import__('test_validate_playbook').playbook('-i', inv, 'playbooks/validate.yml', '-e', 'ansible_connection=local',
-                                                           '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'))
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'ansible_connection=local',
+                       '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'))
     assert rc != 0 and 'invalid inventory or profile, nothing was changed' in out, out[-3000:]
     assert named in out and 'gpu-a' in out, out[-3000:]
     assert 'must match' in out or 'must be' in out or 'must not' in out, out[-3000:]
