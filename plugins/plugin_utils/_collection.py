@@ -218,7 +218,7 @@ def _check_env(name, env):
         text = str(value)
         if _LINE_BREAKS.search(text):
             problems.append("variable '%s': the value of %s must not hold a NUL or a line break" % (name, key))
-        elif key.upper() in IFNAME_ENV:
+        elif text and key.upper() in IFNAME_ENV:
             bad = [part for part in text.split(',') if not IFNAME.match(part.lstrip('^').lstrip('=') or '.')]
             if bad:
                 problems.append("variable '%s': the value of %s has %s, which must be %s (a comma-separated list, "

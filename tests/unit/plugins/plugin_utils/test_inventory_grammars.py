@@ -9,7 +9,7 @@ KNOWN = _collection.role_variables()
 
 @pytest.mark.parametrize('name, value', [
     ('xuanwu_nccl_env', {'NCCL_IB_HCA': 'mlx5_0,mlx5_1', 'NCCL_SOCKET_IFNAME': '^docker,lo', '_X1': 3, 'https_proxy': 'http://u:p@h:1'}),
-    ('xuanwu_nccl_env', {'NCCL_SOCKET_IFNAME': '=eth0', 'GLOO_SOCKET_IFNAME': 'ens1f0np0'}),
+    ('xuanwu_nccl_env', {'NCCL_SOCKET_IFNAME': '=eth0', 'GLOO_SOCKET_IFNAME': 'ens1f0np0', 'TP_SOCKET_IFNAME': ''}),
     ('xuanwu_torch_env', {'OMP_NUM_THREADS': 8, 'TORCH_NCCL_ASYNC_ERROR_HANDLING': True}),
     ('xuanwu_redact_env_keys', ['WANDB_KEY', 'hf_hub']),
     ('xuanwu_probe_interfaces', ['eth0', 'ib*', 'enp65s0f1np1', 'bond0.100']),
