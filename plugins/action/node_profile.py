@@ -54,6 +54,12 @@ class ActionModule(ActionBase):
                 known.setdefault(produced, {'type': 'raw'})
             known.setdefault('xuanwu_capture_dest', {'type': 'str'})
             problems.extend(p for p in _collection.check_inventory_vars(variables, known) if p not in problems)
+            multinode, problem = _collection.convert_variable(
+                'xuanwu_validate_multinode', known['xuanwu_validate_multinode'], variables.get('xuanwu_validate_multinode'))
+            if multinode and not problem:
+                # the host's address becomes a line of mpirun's hostfile
+                name = 'ansible_host' if 'ansible_host' in task_vars else 'inventory_hostname'
+                problems.extend(_collection.check_host_address(name, self._templar.template(task_vars.get(name, host))))
             replay = variables.get('xuanwu_replay_dir')
             if isinstance(replay, str) and replay and not os.path.isfile(os.path.join(replay, 'manifest.json')):
                 problems.append("xuanwu_replay_dir '%s' is not a capture bundle (no manifest.json there)" % replay)

@@ -13,8 +13,35 @@ import time
 from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _redact
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _paths, _report
+
+
+# the report folder and its files: the owner writes, the owner's group reads, nobody else (docs/security.md)
+DIR_MODE = 0o750
+FILE_MODE = 0o640
+# the inventory variables whose values reach the workloads' environments
+ENV_VARIABLES = ('xuanwu_nccl_env', 'xuanwu_torch_env')
+
+
+def _write_private(path, text):
+    """Write ``text`` to ``path`` with mode ``FILE_MODE``, also where the file exists (never through a symlink)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW', 0), FILE_MODE)
+    with os.fdopen(fd, 'w', encoding='utf-8') as handle:
+        os.fchmod(handle.fileno(), FILE_MODE)
+        handle.write(text)
+
+
+def _secrets_of(hv):
+    """The secret values of a host's environments (``hv`` are its variables)."""
+    extra_keys = hv.get('xuanwu_redact_env_keys') or []
+    extra_keys = extra_keys if isinstance(extra_keys, list) else []
+    secrets = []
+    for name in ENV_VARIABLES:
+        env = hv.get(name)
+        if isinstance(env, dict):
+            secrets.extend(_redact.secret_values(env, extra_keys))
+    return secrets
 
 
 def _now():
@@ -39,9 +66,11 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get('hostvars') or {}
         entries = {}
         profiles = {}
+        secrets = []
         for host in args['hosts']:
             try:
                 hv = hostvars[host]
+                secrets.extend(_secrets_of(hv))
                 status = hv.get('xuanwu_status')
                 findings = hv.get('xuanwu_findings')
                 facts = hv.get('xuanwu_facts')
@@ -64,6 +93,8 @@ class ActionModule(ActionBase):
             run_id=args['run_id'], started_at=args['started_at'], finished_at=_now(),
             collection_version=_collection.version(), ansible_version=ANSIBLE_VERSION,
             playbook=args['playbook'], hosts=entries, profiles=profiles)
+        # a secret of the environments may come back in a tool's output or a failure message
+        report = _redact.redact(report, secrets)
         # the run id names a folder: made a safe file name (docs/report-format.md) so it stays in report_dir
         directory = os.path.join(args['report_dir'], _paths.safe_name(args['run_id']))
         files = {
@@ -74,10 +105,10 @@ class ActionModule(ActionBase):
         }
         try:
             if not os.path.isdir(directory):
-                os.makedirs(directory)
+                os.makedirs(directory, DIR_MODE)
+            os.chmod(directory, DIR_MODE)
             for name, text in files.items():
-                with open(os.path.join(directory, name), 'w', encoding='utf-8') as handle:
-                    handle.write(text)
+                _write_private(os.path.join(directory, name), text)
         except (IOError, OSError) as err:
             result['failed'] = True
             result['msg'] = 'cannot write the report to %s: %s' % (directory, err)

@@ -17,6 +17,9 @@ description:
   - Reads C(xuanwu_status), C(xuanwu_findings), C(xuanwu_facts) and the profile of every host in O(hosts) and writes
     C(report.json) (schema in C(docs/report-format.md)), C(junit.xml) (one testcase per host and check),
     C(report.md) and C(report.html) into O(report_dir)/O(run_id)/.
+  - The run's folder gets mode 0750 and the files mode 0640 (also files that existed). The secret values of the hosts'
+    C(xuanwu_nccl_env) and C(xuanwu_torch_env) (see C(xuanwu_redact_env_keys)) and the passwords of URLs are masked
+    (C(***)) in every file, also where a tool printed them.
   - A host without C(xuanwu_status) (unreachable, or failed before its checks) is reported with status C(error).
   - The report is written in check mode too, because it is the record of the run, kept on the controller.
 extends_documentation_fragment:

@@ -35,9 +35,20 @@ options:
     type: list
     elements: str
   env:
-    description: Environment variables added for the command (for example C(NCCL_IB_HCA), C(LD_LIBRARY_PATH)).
+    description:
+      - Environment variables added for the command (for example C(NCCL_IB_HCA), C(LD_LIBRARY_PATH)).
+      - The values reach the command as they are. In the result (C(invocation), RV(stdout), RV(output_tail), RV(command),
+        messages) the values of secret variables and the passwords of URLs are masked; a secret variable is one whose name
+        matches C(PASSWORD), C(PASSWD), C(SECRET), C(TOKEN), C(CREDENTIAL), C(PRIVATE_KEY), C(API_KEY) or C(AUTH)
+        (case-insensitive) or is listed in O(secret_keys). The other values are shown.
+      - The option is never written to the node's system log.
     type: dict
     default: {}
+  secret_keys:
+    description: More names of variables of O(env) whose values are secret (compared case-insensitively).
+    type: list
+    elements: str
+    default: []
   chdir:
     description: Directory to run the command in.
     type: path
@@ -122,6 +133,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import shlex_quote
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
+
 
 def _replay(module, directory, key):
     """The recorded run ``key`` of the bundle (None when absent). An invalid manifest fails the task; a file
@@ -145,11 +158,22 @@ def _replay(module, directory, key):
                 timed_out=rc == 124, command=entry['command'])
 
 
+def _mask_only_secrets(module, env, secret_keys):
+    """Mask exactly the secret values of ``env`` (and URL passwords) in everything the module returns."""
+    secrets = set(_redact.secret_values(env, secret_keys))
+    shown = set(str(v) for v in (env or {}).values() if v is not None) - secrets
+    module.no_log_values.difference_update(shown)
+    module.no_log_values.update(secrets)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             argv=dict(type='list', elements='str'),
-            env=dict(type='dict', default={}),
+            # no_log keeps the environment out of the node's system log; which values are masked in the
+            # result is narrowed below to the secret ones, so that e.g. NCCL_DEBUG=INFO does not mask 'INFO'
+            env=dict(type='dict', default={}, no_log=True),
+            secret_keys=dict(type='list', elements='str', default=[], no_log=False),
             chdir=dict(type='path'),
             timeout=dict(type='int', default=900),
             replay_dir=dict(type='path'),
@@ -161,6 +185,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    _mask_only_secrets(module, p['env'], p['secret_keys'])
     if p['timeout'] <= 0:
         module.fail_json(msg='timeout must be a positive number of seconds, got %d' % p['timeout'])
     base = dict(changed=False, timeout_s=p['timeout'], exit_code=None, stdout='', output_tail='', seconds=0.0, timed_out=False)

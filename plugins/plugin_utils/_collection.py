@@ -12,6 +12,7 @@ import glob
 import json
 import math
 import os
+import re
 
 import yaml
 
@@ -184,6 +185,81 @@ def convert_variable(name, spec, value):
         return value, "variable '%s' must be of type %s (%s), got %s" % (name, kind, expected, _profile.type_name(value))
 
 
+# Grammars of the values that become names, paths and command-line arguments on the nodes: a value
+# outside its grammar would become extra arguments (``-x NCCL_X --mca foo``), extra hostfile fields or
+# a path relative to wherever the command runs.
+ENV_NAME = re.compile(r'\A[A-Za-z_][A-Za-z0-9_]*\Z')
+ENV_NAME_WORDS = 'an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)'
+# Linux network interface names: 1-15 bytes (IFNAMSIZ 16 with the final NUL), no '/', ':' or whitespace, not '.' or '..'
+IFNAME = re.compile(r'\A(?!\.\.?\Z)[^/:\s]{1,15}\Z')
+IFNAME_WORDS = "an interface name (1-15 characters, no '/', ':' or whitespace, not '.' or '..')"
+# a host name or an IPv4/IPv6 address (with a %zone), as written on one hostfile line
+HOST_ADDRESS = re.compile(r'\A[A-Za-z0-9._:%\[\]-]{1,253}\Z')
+HOST_ADDRESS_WORDS = 'a host name or address (letters, digits and . _ : % [ ] -, no whitespace)'
+# environment variables whose value is a list of interfaces: NCCL's ^ (exclude) and = (exact) prefixes allowed
+IFNAME_ENV = ('NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME', 'TP_SOCKET_IFNAME', 'UCX_NET_DEVICES')
+_LINE_BREAKS = re.compile('[\x00\n\r]')
+
+
+def _shown(value):
+    return repr(value)[:80] if not isinstance(value, str) else "'%s'" % value.replace('\n', '\\n').replace('\r', '\\r').replace('\x00', '\\0')[:80]
+
+
+def _check_env(name, env):
+    problems = []
+    for key in sorted(env, key=str):
+        value = env[key]
+        if not isinstance(key, str) or not ENV_NAME.match(key):
+            problems.append('variable \'%s\' has the key %s, which must be %s' % (name, _shown(key), ENV_NAME_WORDS))
+            continue
+        if isinstance(value, (dict, list)) or value is None:
+            problems.append("variable '%s': the value of %s must be a string or a number, got %s" % (name, key, _profile.type_name(value)))
+            continue
+        text = str(value)
+        if _LINE_BREAKS.search(text):
+            problems.append("variable '%s': the value of %s must not hold a NUL or a line break" % (name, key))
+        elif text and key.upper() in IFNAME_ENV:
+            bad = [part for part in text.split(',') if not IFNAME.match(part.lstrip('^').lstrip('=') or '.')]
+            if bad:
+                problems.append("variable '%s': the value of %s has %s, which must be %s (a comma-separated list, "
+                                "each optionally prefixed with ^ or =)" % (name, key, _shown(bad[0]), IFNAME_WORDS))
+    return problems
+
+
+def _check_each(name, values, grammar, words):
+    values = values if isinstance(values, list) else [values]
+    return ["variable '%s' has %s, which must be %s" % (name, _shown(v), words)
+            for v in values if not isinstance(v, str) or not grammar(v)]
+
+
+ABSOLUTE_WORDS = 'an absolute path (no NUL or line break)'
+
+
+def _absolute(text):
+    return os.path.isabs(text) and not _LINE_BREAKS.search(text)
+
+
+def _absolute_list(text):
+    return all(_absolute(part) for part in text.split(':') if part) and not _LINE_BREAKS.search(text)
+
+
+GRAMMARS = {
+    'xuanwu_nccl_env': _check_env,
+    'xuanwu_torch_env': _check_env,
+    'xuanwu_redact_env_keys': lambda n, v: _check_each(n, v, ENV_NAME.match, ENV_NAME_WORDS),
+    'xuanwu_probe_interfaces': lambda n, v: _check_each(n, v, IFNAME.match, IFNAME_WORDS + ' or a glob of one'),
+    'xuanwu_nccl_tests_bin_dir': lambda n, v: _check_each(n, v, _absolute, ABSOLUTE_WORDS),
+    'xuanwu_workload_dir': lambda n, v: _check_each(n, v, _absolute, ABSOLUTE_WORDS),
+    'xuanwu_disk_paths': lambda n, v: _check_each(n, v, _absolute, ABSOLUTE_WORDS),
+    'xuanwu_nccl_tests_ld_library_path': lambda n, v: _check_each(n, v, _absolute_list, 'absolute paths separated by : (no NUL or line break)'),
+}
+
+
+def check_host_address(name, address):
+    """Problems with a host's address as a hostfile line names it (``ansible_host``, else the inventory name)."""
+    return _check_each(name, address, HOST_ADDRESS.match, HOST_ADDRESS_WORDS)
+
+
 def check_inventory_vars(variables, known, prefix='xuanwu_'):
     """Return one message per problem with the ``xuanwu_*`` variables of a host."""
     problems = []
@@ -206,4 +282,7 @@ def check_inventory_vars(variables, known, prefix='xuanwu_'):
             bad = [v for v in values if v not in choices]
             if bad:
                 problems.append("variable '%s' has %s, which is not one of: %s" % (name, _profile.type_name(bad[0]), ', '.join(str(c) for c in choices)))
+                continue
+        if name in GRAMMARS and value:
+            problems.extend(GRAMMARS[name](name, value))
     return problems

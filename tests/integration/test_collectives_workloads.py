@@ -159,7 +159,8 @@ def test_multinode_launch_line_hostfile_and_env_are_kept(tmp_path, output, ranks
             assert '2 node(s) x their GPUs' in fails[0]['message'] and fails[0]['host'] == host
     assert rc == (0 if ranks == 16 else 2), out[-3000:]
     args = (tmp_path / 'mpirun.args').read_text().split()
-    assert args[:7] == ['--allow-run-as-root', '--hostfile', '/var/tmp/xuanwu-hostfile-gpu-a+gpu-b', '-np', '16', '--bind-to', 'none']
+    assert args[:7] == ['--allow-run-as-root', '--hostfile', args[2], '-np', '16', '--bind-to', 'none']
+    assert os.path.basename(args[2]) == 'hostfile' and not os.path.exists(args[2])  # a private folder, removed at the end
     assert '-x' in args and 'NCCL_IB_HCA' in args and args[-1] == '1' and args[-9].endswith('/all_reduce_perf')
     kept = os.path.join(folder, 'multinode')
     hostfile = open(os.path.join(kept, 'gpu-a+gpu-b-all_reduce-hostfile')).read()

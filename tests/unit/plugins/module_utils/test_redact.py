@@ -1,0 +1,61 @@
+"""The one redaction function of the collection: which values are secret, and how they are masked."""
+import pytest
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
+
+ENV = {'https_proxy': 'http://u:s3cr3t@p:3128', 'NCCL_SOCKET_IFNAME': 'eth0', 'MY_PASSWORD': 'hunter2'}
+
+
+@pytest.mark.parametrize('key, extra, secret', [
+    ('MY_PASSWORD', (), True),
+    ('db_passwd', (), True),
+    ('AWS_SECRET_ACCESS_KEY', (), True),
+    ('HF_TOKEN', (), True),
+    ('GOOGLE_APPLICATION_CREDENTIALS', (), True),
+    ('SSH_PRIVATE_KEY', (), True),
+    ('openai_api_key', (), True),
+    ('PROXY_AUTH', (), True),
+    ('Authorization', (), True),
+    ('NCCL_SOCKET_IFNAME', (), False),
+    ('https_proxy', (), False),
+    ('NCCL_IB_HCA', (), False),
+    ('WANDB_KEY', (), False),
+    ('WANDB_KEY', ('wandb_key',), True),
+    ('NCCL_IB_HCA', ('OTHER',), False),
+])
+def test_secret_keys(key, extra, secret):
+    assert _redact.is_secret_key(key, extra) is secret
+
+
+@pytest.mark.parametrize('env, extra, shown', [
+    (ENV, (), {'https_proxy': 'http://u:***@p:3128', 'NCCL_SOCKET_IFNAME': 'eth0', 'MY_PASSWORD': '***'}),
+    ({'HTTP_PROXY': 'socks5h://alice:p%40ss@10.0.0.9:1080/'}, (), {'HTTP_PROXY': 'socks5h://alice:***@10.0.0.9:1080/'}),
+    ({'no_proxy': 'localhost,.corp', 'PIP_INDEX_URL': 'https://user@mirror/simple'}, (),
+     {'no_proxy': 'localhost,.corp', 'PIP_INDEX_URL': 'https://user@mirror/simple'}),
+    ({'WANDB_KEY': 'abcd', 'NCCL_DEBUG': 'INFO'}, ['wandb_key'], {'WANDB_KEY': '***', 'NCCL_DEBUG': 'INFO'}),
+    ({'MY_TOKEN': '', 'N': 1, 'NONE': None}, (), {'MY_TOKEN': '', 'N': '1', 'NONE': ''}),
+])
+def test_redact_env(env, extra, shown):
+    assert _redact.redact_env(env, extra) == shown
+
+
+def test_secret_values_are_the_masked_values_and_url_passwords():
+    assert sorted(_redact.secret_values(ENV)) == ['hunter2', 's3cr3t']
+    assert _redact.secret_values({'WANDB_KEY': 'abcd'}, ['WANDB_KEY']) == ['abcd']
+    assert _redact.secret_values({'NCCL_DEBUG': 'INFO'}) == []
+
+
+@pytest.mark.parametrize('text, secrets, want', [
+    ('proxy http://u:s3cr3t@p:3128 password hunter2', ['hunter2'], 'proxy http://u:***@p:3128 password ***'),
+    ('https_proxy=https://a:b@h and ftp://c:d@e', [], 'https_proxy=https://a:***@h and ftp://c:***@e'),
+    ('mail user@example.com, path a:b@c', [], 'mail user@example.com, path a:b@c'),
+    ('hunter22 hunter2', ['hunter2', 'hunter22'], '*** ***'),
+    ('nothing secret', ['', None], 'nothing secret'),
+])
+def test_redact_text(text, secrets, want):
+    assert _redact.redact_text(text, secrets) == want
+
+
+def test_redact_walks_mappings_and_lists_and_keeps_other_values():
+    data = {'cmd': ['a', 'http://u:pw@h'], 'n': 3.5, 'hunter2 key': {'x': 'hunter2'}, 'ok': True}
+    assert _redact.redact(data, ['hunter2']) == {'cmd': ['a', 'http://u:***@h'], 'n': 3.5, '*** key': {'x': '***'}, 'ok': True}
