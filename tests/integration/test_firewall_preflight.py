@@ -87,7 +87,7 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize('role_vars, message', HOSTILE, ids=[m.split(':')[0] + '-' + str(i) for i, (_, m) in enumerate(HOSTILE)])
+@pytest.mark.parametrize('role_vars, message', HOSTILE, ids=[case[1].split(':')[0] + '-' + str(i) for i, case in enumerate(HOSTILE)])
 def test_hostile_values_are_refused_naming_the_variable(tmp_path, role_vars, message):
     rc, out = preflight(tmp_path, **dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars))
     assert rc != 0
