@@ -47,3 +47,64 @@ def test_a_single_node_statement_of_false_is_not_one(tmp_path):
     rc, out = preflight(tmp_path, '-e', 'firewall_single_node=false')
     assert rc != 0
     assert 'firewall_cluster_subnets is empty' in out, out[-3000:]
+
+
+# Values that would reach a command line (firewall-cmd, systemd-run, ufw) or the nft file: each is
+# refused before anything changes, with the variable, the value and the grammar named.
+HOSTILE = [
+    ({'firewall_backend': 'firewalld', 'firewall_firewalld_zone': 'public --panic-on'},
+     'firewall_firewalld_zone: "public --panic-on" is not a firewalld zone name'),
+    ({'firewall_backend': 'firewalld', 'firewall_firewalld_zone': '--set-default-zone=drop'},
+     'firewall_firewalld_zone: "--set-default-zone=drop" is not a firewalld zone name'),
+    ({'firewall_firewalld_zone': 'a_zone_name_of_18c'},
+     'firewall_firewalld_zone: "a_zone_name_of_18c" is not a firewalld zone name'),
+    ({'firewall_trusted_interfaces': ['ib0', 'eth0 accept']},
+     'firewall_trusted_interfaces: "eth0 accept" is not an interface name'),
+    ({'firewall_trusted_interfaces': ['-eth0']},
+     'firewall_trusted_interfaces: "-eth0" is not an interface name'),
+    ({'firewall_trusted_interfaces': ['abcdefghijklmnop']},
+     'firewall_trusted_interfaces: "abcdefghijklmnop" is not an interface name'),
+    ({'firewall_allowed_ports': ['29500/tcp', '22;rm']},
+     'firewall_allowed_ports: "22;rm" is not PORT/PROTO'),
+    ({'firewall_allowed_ports': ['70000/tcp']},
+     'firewall_allowed_ports: "70000/tcp" is not PORT/PROTO'),
+    ({'firewall_allowed_ports': ['600-500/udp']},
+     'firewall_allowed_ports: "600-500/udp" is a range whose first port is above its last'),
+    ({'firewall_cluster_subnets': ['10.0.0.0/16', '10.0.0.300/16']},
+     'firewall_cluster_subnets: "10.0.0.300/16" is not an IPv4 or IPv6 address or subnet'),
+    ({'firewall_ssh_sources': ['-10.0.0.0/8']},
+     'firewall_ssh_sources: "-10.0.0.0/8" is not an IPv4 or IPv6 address or subnet'),
+    ({'firewall_controller_address': '10.0.0.1 tcp dport 1-65535 accept'},
+     'firewall_controller_address: "10.0.0.1 tcp dport 1-65535 accept" is not an IPv4 or IPv6 address or subnet'),
+    ({'firewall_nftables_extra_input_rules': ['tcp dport 8443 accept\n}\n}\nflush ruleset']},
+     'firewall_nftables_extra_input_rules: "tcp dport 8443 accept\\n}\\n}\\nflush ruleset" is not one nft rule'),
+    ({'firewall_nftables_extra_input_rules': ['accept; flush ruleset']},
+     'firewall_nftables_extra_input_rules: "accept; flush ruleset" is not one nft rule'),
+    ({'firewall_rollback_timeout': '90 --property=ExecStart=/bin/true'},
+     'firewall_rollback_timeout: "90 --property=ExecStart=/bin/true" is not a whole number of seconds'),
+    ({'firewall_ssh_port': '22 x'},
+     'firewall_ssh_port: "22 x" is not a whole number'),
+]
+
+
+@pytest.mark.parametrize('role_vars, message', HOSTILE, ids=[case[1].split(':')[0] + '-' + str(i) for i, case in enumerate(HOSTILE)])
+def test_hostile_values_are_refused_naming_the_variable(tmp_path, role_vars, message):
+    rc, out = preflight(tmp_path, **dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars))
+    assert rc != 0
+    flat = ' '.join(out.split())  # the callback may wrap the message
+    assert message in flat, out[-3000:]
+    assert 'Nothing was changed' in flat
+
+
+@pytest.mark.parametrize('role_vars', [
+    {'firewall_backend': 'firewalld', 'firewall_firewalld_zone': 'trusted'},
+    {'firewall_firewalld_zone': 'cluster-net_2'},
+    {'firewall_trusted_interfaces': ['ib0', 'enp1s0f0np0', 'bond0.100', 'eth0@if12']},
+    {'firewall_allowed_ports': ['29500/tcp', '60000-60010/udp', '1-65535/tcp']},
+    {'firewall_ssh_sources': ['192.0.2.0/24', '2001:db8::/32', '203.0.113.7']},
+    {'firewall_nftables_extra_input_rules': ['tcp dport { 80, 443 } accept # web']},
+    {'firewall_rollback_timeout': '120', 'firewall_ssh_port': 2222},
+])
+def test_valid_values_pass(tmp_path, role_vars):
+    rc, out = preflight(tmp_path, **dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars))
+    assert rc == 0, out[-3000:]
