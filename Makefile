@@ -45,17 +45,23 @@ lint: $(STAMP)
 sanity: $(STAMP)
 	bash scripts/sanity.sh
 
-# The integration tests call ansible-playbook from PATH: run them once per controller venv.
-# pytest exits 5 when it collects nothing; while tests/integration holds no test file the suite
-# is reported as skipped instead of running pytest on nothing.
+# The integration tests call ansible-playbook from PATH: run them once per controller venv, both at once
+# (each with its own fact cache and log; the logs are printed when both are done). pytest exits 5 when it
+# collects nothing; while tests/integration holds no test file the suite is reported as skipped.
 INTEGRATION_TESTS := $(shell find tests/integration -name 'test_*.py' 2>/dev/null)
 
 integration: $(STAMP)
 	@if [ -z "$(INTEGRATION_TESTS)" ]; then echo "integration: no test_*.py under tests/integration; skipped"; exit 0; fi; \
-	rc=0; for venv in $(CONTROLLER_VENVS); do \
-		echo "== integration with $$($$venv/bin/ansible --version | sed -n 1p) ($$venv)"; \
-		PATH="$(CURDIR)/$$venv/bin:$$PATH" $$venv/bin/python -m pytest $(PYTEST_ARGS) tests/integration || rc=1; \
-	done; exit $$rc
+	mkdir -p .cache; pids=""; \
+	for venv in $(CONTROLLER_VENVS); do \
+		log=".cache/integration$$venv.log"; \
+		echo "== integration with $$($$venv/bin/ansible --version | sed -n 1p) ($$venv): log $$log"; \
+		( PATH="$(CURDIR)/$$venv/bin:$$PATH" ANSIBLE_CACHE_PLUGIN_CONNECTION="$(CURDIR)/.cache/facts$$venv" \
+		  $$venv/bin/python -m pytest $(PYTEST_ARGS) tests/integration > "$$log" 2>&1 ) & pids="$$pids $$!"; \
+	done; \
+	rc=0; for pid in $$pids; do wait $$pid || rc=1; done; \
+	for venv in $(CONTROLLER_VENVS); do echo; echo "== integration ($$venv)"; cat ".cache/integration$$venv.log"; done; \
+	exit $$rc
 
 # The roles in real containers: the image (built when missing or outdated), then every scenario
 # under molecule/ (or MOLECULE_SCENARIOS), one after another. Needs root (podman, apt).
