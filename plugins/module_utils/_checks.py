@@ -141,7 +141,6 @@ def _check_probes(run):
                     severity='fail' if relevant else 'warn', command=record.get('command') or key, section=section)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # The public functions (plugins/module_utils/_judge.py validates the profile and applies the site overrides).
 

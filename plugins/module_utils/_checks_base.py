@@ -100,7 +100,6 @@ def _norm_bus(bus):
     return (int(match.group(1) or '0', 16), int(match.group(2), 16), int(match.group(3), 16))
 
 
-
 # ---------------------------------------------------------------------------------------------
 # The run.
 

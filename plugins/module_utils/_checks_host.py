@@ -234,7 +234,6 @@ def _check_ports(run, want, host):
             run.add('host.port_in_use', 'port %s' % spec, who, 'free', 'port %s is in use by %s' % (spec, who), port=number)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Hygiene before a job: _hygiene.py.
 
@@ -250,7 +249,6 @@ def check_hygiene(run):
         _hygiene.check_leftover_processes(run, host_want, host, devices)
         network = run.facts.get('network') if isinstance(run.facts.get('network'), dict) else {}
         _links.check_link_flaps(run, host_want, network)
-
 
 
 # ---------------------------------------------------------------------------------------------
