@@ -4,7 +4,8 @@
 """The catalogue of every check id: the entries of each check module, joined (docs/checks.md).
 
 Each check module keeps its entries next to the code that emits them (``CHECKS``): node checks in
-``_checks``, the nccl-tests curve checks in ``_collectives``, InfiniBand counter growth in ``_links``,
+``_checks`` (probes, hosts compared), ``_checks_gpu``, ``_checks_fabric`` and ``_checks_host``, the
+nccl-tests curve checks in ``_collectives``, InfiniBand counter growth in ``_links``,
 the workload and run checks in ``_workloads``. The profile validator takes the ids from here, the JUnit
 report lists them, and docs/checks.md is generated from here (``checks_markdown``). Pure: no I/O.
 """
@@ -13,11 +14,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _collectives, _findings, _links, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import (
+    _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _links, _workloads,
+)
 
+_NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
 # (title of the docs section, module that emits the checks, its entries), in the order of docs/checks.md
 AREAS = (
-    ('Node checks', 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe', _checks.CHECKS),
+    ('Probes and facts', _NODE + ' (plugins/module_utils/_checks.py)', _checks.PROBE_CHECKS),
+    ('GPU', _NODE + ' (plugins/module_utils/_checks_gpu.py)', _checks_gpu.CHECKS),
+    ('InfiniBand, network, RoCE and link flaps', _NODE + ' (plugins/module_utils/_checks_fabric.py)', _checks_fabric.CHECKS),
+    ('Host, hygiene before a job, software', _NODE + ' (plugins/module_utils/_checks_host.py)', _checks_host.CHECKS),
+    ('Hosts compared with each other', _NODE + ', across the hosts of one profile (plugins/module_utils/_checks.py)',
+     _checks.CONSISTENCY_CHECKS),
     ('Collective benchmark checks', 'xuanwu.cluster.workload_check kind nccl_tests (each nccl-tests run)',
      _collectives.CHECKS),
     ('InfiniBand counters under load', 'xuanwu.cluster.workload_check kind link_counters', _links.CHECKS),
@@ -73,7 +82,7 @@ def checks_markdown():
                     check, spec['default_severity'], _cell(spec['title']), _cell(spec['remediation'])))
     out += [
         '',
-        '## Hosts compared with each other',
+        '## More on comparing hosts',
         '',
         '`evaluate_group` compares hosts on `%s` by default; a key outside this list gives'
         % '`, `'.join(_checks.DEFAULT_GROUP_KEYS),

@@ -17,9 +17,8 @@ import pytest
 import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import checks_markdown
-from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import (
-    CHECKS, link_at_least, version_at_least, version_matches,
-)
+from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import CHECKS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._checks_base import link_at_least, version_at_least, version_matches
 from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import apply_overrides, summarise
 from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import evaluate, evaluate_group
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError

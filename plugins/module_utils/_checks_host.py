@@ -1,0 +1,302 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node checks of the host (OS, kernel, time, disks, ports, memlock, ACS), hygiene before a job
+(``_hygiene``) and the software stack (driver, CUDA, NCCL). Called by ``_checks.check_node``. Pure: no I/O."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _hygiene, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils._checks_base import (
+    _g, _c, _num, version_at_least, version_matches,
+)
+
+
+# The checks of this module (the catalogue of every check: plugins/module_utils/_catalogue.py).
+# Remediation texts may name {placeholders}; a finding fills them in, the docs show <placeholder>.
+CHECKS = {
+    # --- host -----------------------------------------------------------------------------
+    'host.os': _c(
+        'Operating system', 'host', 'fail', 'os-release ID (and VERSION_ID prefix) is allowed by host.os',
+        'Reinstall the node with a supported OS or extend host.os in the profile if the OS was validated.'),
+    'host.kernel_module': _c(
+        'Kernel module not loaded', 'module <name>', 'fail', 'module is in /proc/modules',
+        'Load it: `modprobe {module}` and persist it (/etc/modules-load.d/); if it is missing, install its package '
+        '(nvidia_peermem ships with the NVIDIA driver, ib_* with rdma-core/DOCA-OFED) and rebuild DKMS for the kernel.'),
+    'host.chrony_missing': _c(
+        'chrony not installed', 'chrony', 'fail', 'chronyc is present while time sync is required',
+        'Install and enable chrony (`apt-get install chrony` / `dnf install chrony`; `systemctl enable --now chronyd`), '
+        'configure the site NTP servers.'),
+    'host.time_sync': _c(
+        'Clock not synchronised', 'chrony', 'fail', 'chronyc tracking: leap status Normal with a reference',
+        'Check `chronyc sources -v` and `chronyc tracking`: reachable NTP servers (UDP 123 through the firewall), '
+        '`systemctl restart chronyd`, then `chronyc makestep`.'),
+    'host.time_offset': _c(
+        'Clock offset', 'chrony', 'fail', '|offset| <= host.time.max_offset_ms',
+        'Step the clock with `chronyc makestep` and check the NTP sources (`chronyc sources -v`).'),
+    'host.memlock': _c(
+        'Locked-memory limit', 'host', 'fail', 'ulimit -l is unlimited',
+        'Set "* soft memlock unlimited" and "* hard memlock unlimited" in /etc/security/limits.d/, LimitMEMLOCK=infinity '
+        'for systemd services and the batch scheduler (e.g. slurmd), then log in again.'),
+    'host.disk_free': _c(
+        'Free disk space', 'disk <path>', 'fail', 'free bytes at the path >= min_free_gb * 10^9',
+        'Free space on {path}: `du -xh {path} | sort -h | tail`, clean caches/containers/old checkpoints (e.g. '
+        '`docker system prune`), or grow the filesystem.'),
+    'host.port_in_use': _c(
+        'Port already in use', 'port <n>/<proto>', 'fail', 'nothing listens on the ports of host.ports_must_be_free',
+        'Find the owner with `ss -lntup | grep :{port}` and stop it (a stale training job or rendezvous store), or change '
+        'the job\'s MASTER_PORT.'),
+    # --- hygiene before a job (field guide 7.5) ---------------------------------------------
+    'gpu.compute_mode': _c(
+        'GPU compute mode', 'gpu<N>', 'fail', 'devices[].compute_mode is one of gpu.compute_modes',
+        'Set the GPU back to the shared mode: `nvidia-smi -i {index} -c DEFAULT` (as root; it lasts until the driver '
+        'reloads, so also fix what set it: a boot script, the scheduler\'s GPU plugin). Exclusive_Process lets one process '
+        'use the GPU, so a multi-process job fails with "CUDA-capable device(s) is/are busy or unavailable"; Prohibited lets '
+        'none. If the site runs one process per GPU on purpose, list the mode in gpu.compute_modes.'),
+    'gpu.process': _c(
+        'GPU in use before the job', 'gpu<N>', 'fail',
+        'nvidia-smi -q -x lists no process on the GPU (gpu.idle_required), outside gpu.idle_ignore_processes',
+        'A process still holds the GPU (memory and compute): look at it with `ps -o pid,ppid,user,etimes,args -p {pid}` and '
+        '`nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory --format=csv`; stop it (`kill {pid}`, '
+        'then `kill -9 {pid}`) once its owner agrees, or drain the node in the scheduler until it ends. A monitoring agent '
+        'that must stay goes into gpu.idle_ignore_processes.'),
+    'host.leftover_process': _c(
+        'Process of an earlier job still running', 'pid <N>', 'fail',
+        'no process of ps matches host.leftover_process_patterns',
+        'A distributed-job process (launcher, MPI daemon, benchmark) outlived its job: check it with '
+        '`ps -o pid,ppid,user,etimes,args -p {pid}` and its children with `ps --ppid {pid} -o pid,args`, stop it with '
+        '`kill {pid}` (`pkill -P {pid}` for the children, then `kill -9`), and fix the job cleanup (scheduler epilog, '
+        'torchrun --max-restarts, mpirun timeouts) so the next job does not inherit its ports and GPUs.'),
+    'host.pcie_acs': _c(
+        'PCIe ACS enabled', 'pcie acs', 'fail', 'no PCIe bridge has ACS source validation/redirection enabled',
+        'Disable ACS in the BIOS (or at boot with `setpci -s <bridge> ECAP_ACS+0x6.w=0000` for every bridge listed) so '
+        'GPUDirect P2P/RDMA does not route through the root complex; keep it on only where virtualisation needs it.'),
+    # --- software -------------------------------------------------------------------------
+    'software.driver_version': _c(
+        'NVIDIA driver version', 'nvidia driver', 'fail',
+        'software.driver_version matches profile software.driver_version / >= driver_version_min',
+        'Install the driver branch of the profile (the same on every node) and reboot; keep Fabric Manager at the same '
+        'version on NVSwitch systems.'),
+    'software.cuda_driver_version': _c(
+        'CUDA version supported by the driver', 'nvidia driver', 'fail',
+        'software.cuda_driver_version >= software.cuda_driver_version_min',
+        'Upgrade the NVIDIA driver to a branch that supports CUDA {expected} (see the CUDA release notes\' driver table).'),
+    'software.cuda_toolkit_version': _c(
+        'CUDA toolkit version', 'cuda toolkit', 'fail',
+        'software.cuda_toolkit_version matches / >= the profile',
+        'Install the CUDA toolkit version of the profile (cuda-toolkit-<major>-<minor>) and put its nvcc on PATH, or fix the '
+        'container image.'),
+    'software.nccl_version': _c(
+        'NCCL version', 'nccl', 'fail', 'software.nccl_version matches / >= the profile',
+        'Install the NCCL version of the profile (libnccl2 / nccl package, or the framework wheel that bundles it) on every '
+        'node: mixed NCCL versions across ranks are unsupported.'),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Host.
+
+def check_host(run):
+    want = run.profile.get('host')
+    if not want:
+        return
+    host = run.facts.get('host') if isinstance(run.facts.get('host'), dict) else {}
+    _check_os(run, want, host)
+    if want['kernel_modules_required']:
+        loaded = host.get('kernel_modules')
+        if not isinstance(loaded, list):
+            run.unknown(['kernel_modules'], 'kernel modules', 'loaded kernel modules')
+        else:
+            have = set(str(m).replace('-', '_') for m in loaded)
+            for module in want['kernel_modules_required']:
+                if module.replace('-', '_') not in have:
+                    run.add('host.kernel_module', 'module %s' % module, 'not loaded', 'loaded',
+                            'kernel module %s is not loaded' % module, module=module)
+    _check_time(run, want, host)
+    if want['memlock_unlimited']:
+        if 'memlock_unlimited' not in host and 'memlock_kib' not in host:
+            run.unknown(['memlock'], 'host', 'the locked-memory limit')
+        elif host.get('memlock_unlimited') is None and host.get('memlock_kib') is None:
+            run.not_measured('host', 'locked-memory limit', 'ulimit -l')
+        elif host.get('memlock_unlimited') is not True:
+            run.add('host.memlock', 'host', '%s KiB' % host.get('memlock_kib'), 'unlimited',
+                    'locked-memory limit (ulimit -l) is %s KiB, RDMA wants unlimited' % host.get('memlock_kib'))
+    _check_disks(run, want, host)
+    _check_ports(run, want, host)
+    if want['pcie_acs_must_be_disabled']:
+        acs = host.get('pcie_acs')
+        if not isinstance(acs, dict):
+            run.unknown(['lspci'], 'pcie acs', 'PCIe ACS settings')
+        elif not acs.get('checked'):
+            run.not_measured('pcie acs', 'PCIe ACS control bits', 'sudo lspci -vvv | grep ACSCtl')
+        elif acs.get('enabled'):
+            bridges = sorted(str(b) for b in acs['enabled'])
+            run.add('host.pcie_acs', 'pcie acs', bridges, [], 'PCIe ACS is enabled on %d bridge(s): %s' % (len(bridges), ', '.join(bridges)))
+
+
+def _check_os(run, want, host):
+    os_want = want.get('os')
+    if not os_want:
+        return
+    info = host.get('os')
+    if not isinstance(info, dict):
+        run.unknown(['os_release'], 'host', 'the operating system')
+        return
+    os_id = str(info.get('id') or '').lower()
+    version = str(info.get('version_id') or '')
+    ids = [i.lower() for i in os_want['ids']]
+    label = info.get('pretty_name') or ('%s %s' % (os_id, version)).strip()
+    if os_id not in ids:
+        run.add('host.os', 'host', label, ', '.join(os_want['ids']), 'operating system %s is not one of %s' % (label, ', '.join(os_want['ids'])))
+        return
+    versions = dict((k.lower(), v) for k, v in (os_want.get('versions') or {}).items()).get(os_id)
+    if versions and not any(version == v or version.startswith(v.rstrip('.') + '.') for v in versions):
+        run.add('host.os', 'host', label, '%s %s' % (os_id, ' or '.join(versions)),
+                'operating system %s: version %s is not one of %s' % (label, version, ', '.join(versions)))
+
+
+def _check_time(run, want, host):
+    t_want = want.get('time')
+    if not t_want:
+        return
+    info = host.get('time')
+    if not isinstance(info, dict):
+        run.unknown(['chrony'], 'chrony', 'clock synchronisation')
+        return
+    if info.get('installed') is False:
+        run.add('host.chrony_missing', 'chrony', 'not installed', 'chrony synchronised', 'chronyc is not installed')
+        return
+    if t_want['require_synchronised']:
+        sync = info.get('synchronised')
+        if sync is None:
+            run.not_measured('chrony', 'synchronisation state', 'chronyc tracking')
+        elif sync is not True:
+            run.add('host.time_sync', 'chrony', 'not synchronised (leap status %s, reference %s)' % (info.get('leap_status'), info.get('reference')),
+                    'synchronised', 'the clock is not synchronised (chronyc tracking: leap status %s)' % info.get('leap_status'))
+    if t_want.get('max_offset_ms') is not None:
+        offset = _num(info.get('offset_seconds'))
+        if offset is None:
+            run.not_measured('chrony', 'clock offset', 'chronyc tracking')
+        elif abs(offset) * 1000.0 > t_want['max_offset_ms']:
+            run.add('host.time_offset', 'chrony', '%.3f ms' % (offset * 1000.0), '<= %s ms' % _g(t_want['max_offset_ms']),
+                    'the clock is %.3f ms %s' % (abs(offset) * 1000.0, 'ahead' if offset > 0 else 'behind'))
+
+
+def _mount_of(disks, path):
+    best = None
+    for entry in disks.values():
+        mount = entry.get('mount') if isinstance(entry, dict) else None
+        if not isinstance(mount, str):
+            continue
+        if path == mount or path.startswith(mount.rstrip('/') + '/'):
+            if best is None or len(mount) > len(best.get('mount')):
+                best = entry
+    return best
+
+
+def _check_disks(run, want, host):
+    if not want['disks']:
+        return
+    disks = host.get('disks')
+    if not isinstance(disks, dict):
+        run.unknown(['disks'], 'disks', 'free disk space')
+        return
+    for item in want['disks']:
+        path = item['path']
+        entry = disks.get(path) if isinstance(disks.get(path), dict) else _mount_of(disks, path)
+        comp = 'disk %s' % path
+        if entry is None:
+            run.not_measured(comp, 'free space', 'df -h %s' % path)
+            continue
+        free = _num(entry.get('free_bytes'))
+        if free is None:
+            run.not_measured(comp, 'free space', 'df -h %s' % path)
+        elif free < item['min_free_gb'] * 1e9:
+            run.add('host.disk_free', comp, '%.1f GB' % (free / 1e9), '>= %s GB' % _g(item['min_free_gb']),
+                    '%s has %.1f GB free, profile wants at least %s GB' % (path, free / 1e9, _g(item['min_free_gb'])), path=path)
+
+
+def _check_ports(run, want, host):
+    if not want['ports_must_be_free']:
+        return
+    listening = host.get('listening')
+    if not isinstance(listening, list):
+        run.unknown(['listening'], 'ports', 'listening ports')
+        return
+    for spec in want['ports_must_be_free']:
+        number, proto = spec.split('/')
+        users = [e for e in listening if isinstance(e, dict) and str(e.get('port')) == number
+                 and str(e.get('proto') or 'tcp').lower().startswith(proto)]
+        if users:
+            who = _hygiene.port_users(users, host)
+            run.add('host.port_in_use', 'port %s' % spec, who, 'free', 'port %s is in use by %s' % (spec, who), port=number)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hygiene before a job: _hygiene.py.
+
+def check_hygiene(run):
+    gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
+    devices = [d for d in (gpu.get('devices') or []) if isinstance(d, dict)]
+    gpu_want = run.profile.get('gpu')
+    if gpu_want and devices:
+        _hygiene.check_gpu_usage(run, gpu_want, devices)
+    host_want = run.profile.get('host')
+    if host_want:
+        host = run.facts.get('host') if isinstance(run.facts.get('host'), dict) else {}
+        _hygiene.check_leftover_processes(run, host_want, host, devices)
+        network = run.facts.get('network') if isinstance(run.facts.get('network'), dict) else {}
+        _links.check_link_flaps(run, host_want, network)
+
+
+# ---------------------------------------------------------------------------------------------
+# Software.
+
+_SOFTWARE = (
+    # check, fact key, exact key, min key, probes, label
+    ('software.driver_version', 'driver_version', 'driver_version', 'driver_version_min', ['nvidia_query_gpu', 'nvidia_smi_xml'],
+     'NVIDIA driver'),
+    ('software.cuda_driver_version', 'cuda_driver_version', None, 'cuda_driver_version_min', ['nvidia_smi_xml'],
+     'CUDA version of the driver'),
+    ('software.cuda_toolkit_version', 'cuda_toolkit_version', 'cuda_toolkit_version', 'cuda_toolkit_version_min', ['nvcc'],
+     'CUDA toolkit'),
+    ('software.nccl_version', 'nccl_version', 'nccl_version', 'nccl_version_min', ['nccl_version'], 'NCCL'),
+)
+
+
+def check_software(run):
+    want = run.profile.get('software')
+    if not want:
+        return
+    soft = run.facts.get('software') if isinstance(run.facts.get('software'), dict) else {}
+    gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
+    for check, fact, exact_key, min_key, probes, label in _SOFTWARE:
+        exact = want.get(exact_key) if exact_key else None
+        minimum = want.get(min_key)
+        if exact is None and minimum is None:
+            continue
+        value = soft.get(fact)
+        if value is None and fact in ('driver_version', 'cuda_driver_version'):
+            value = gpu.get(fact)
+        component = CHECKS[check]['component_kind']
+        expected = ' and '.join(x for x in (exact, ('>= %s' % minimum) if minimum else None) if x)
+        if value is None:
+            if fact in ('driver_version', 'cuda_driver_version') and gpu.get('installed') is False:
+                if not (run.profile.get('gpu') or {}).get('count'):
+                    run.add(check, component, 'not installed', expected, '%s: nvidia-smi is not installed' % label)
+                continue
+            states = [s for p in probes for s in run.statuses(p)]
+            if 'ok' in states or 'missing' in states:
+                run.add(check, component, 'not found', expected, '%s not found on the node; profile wants %s' % (label, expected))
+            else:
+                run.unknown(probes, component, '%s version' % label)
+            continue
+        bad = []
+        if exact is not None and not version_matches(value, exact):
+            bad.append('does not match %s' % exact)
+        if minimum is not None and not version_at_least(value, minimum):
+            bad.append('is older than %s' % minimum)
+        if bad:
+            run.add(check, component, str(value), expected, '%s %s %s' % (label, value, ' and '.join(bad)))
