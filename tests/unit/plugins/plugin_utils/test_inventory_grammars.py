@@ -1,6 +1,10 @@
 """Values that become names, paths and command-line arguments on the nodes are checked against their
 grammar in the preflight; a value outside it is named with the grammar it must follow."""
+import glob
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 
@@ -58,3 +62,15 @@ def test_hostfile_addresses(address, ok):
     assert (problems == []) is ok, problems
     if not ok:
         assert 'host name or address' in problems[0] and 'ansible_host' in problems[0]
+
+
+def test_role_variables_read_with_libyaml_are_the_same():
+    """The fast loader of the argument specs gives what the pure-Python loader gives."""
+    fast = _collection.role_variables()
+    slow = {}
+    for path in sorted(glob.glob(os.path.join(_collection.ROOT, 'roles', '*', 'meta', 'argument_specs.yml'))):
+        with open(path) as handle:
+            for entry in (yaml.safe_load(handle) or {}).get('argument_specs', {}).values():
+                for name in (entry.get('options') or {}):
+                    slow.setdefault(name, True)
+    assert sorted(fast) == sorted(slow) and len(fast) > 50
