@@ -10,32 +10,13 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _hygiene, _judge
-
-CONSISTENCY_KEYS = ('software.driver_version', 'software.nccl_version', 'software.cuda_toolkit_version', 'host.kernel.release')
-
-
-def _peer_facts(task_vars, host, profile_path):
-    """Facts of the hosts of this play that were probed and share this host's profile."""
-    hostvars = task_vars.get('hostvars') or {}
-    peers = {}
-    for peer in task_vars.get('ansible_play_hosts_all') or [host]:
-        try:
-            pvars = hostvars[peer]
-            facts = pvars.get('xuanwu_facts')
-            same = pvars.get('xuanwu_profile_path') == profile_path
-        except Exception:  # pylint: disable=broad-except
-            continue
-        if facts and same:
-            peers[peer] = facts
-    return peers
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
 
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('facts', 'profile', 'fail_on', 'consistency', 'job_ports', 'job_env', 'job_mpirun_args'))
+    _VALID_ARGS = frozenset(('facts', 'profile', 'fail_on', 'job_ports', 'job_env', 'job_mpirun_args'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -44,7 +25,6 @@ class ActionModule(ActionBase):
             facts=dict(type='dict'),
             profile=dict(type='dict'),
             fail_on=dict(type='str', default='fail', choices=['fail', 'warn']),
-            consistency=dict(type='bool', default=True),
             job_ports=dict(type='list', elements='raw', default=[]),
             job_env=dict(type='dict', default={}),
             job_mpirun_args=dict(type='list', elements='str', default=[]),
@@ -56,30 +36,21 @@ class ActionModule(ActionBase):
             result['failed'] = True
             result['msg'] = 'node_check needs facts (xuanwu.cluster.node_probe) and a resolved profile (xuanwu.cluster.node_profile)'
             return result
-
-        ports = _hygiene.job_ports(env=args['job_env'], mpirun_args=args['job_mpirun_args'], extra=args['job_ports'])
-        profile = _hygiene.with_job_ports(profile, ports)
         try:
-            judge = _judge.Judge(profile)
+            findings, summary, failing = _node.verdict(facts, profile, host, args['fail_on'], args['job_ports'],
+                                                       args['job_env'], args['job_mpirun_args'])
         except ProfileError as err:
             result['failed'] = True
             result['msg'] = str(err)
             return result
-        findings = judge.node(facts, host)
-        if args['consistency']:
-            peers = _peer_facts(task_vars, host, task_vars.get('xuanwu_profile_path'))
-            if len(peers) > 1:
-                findings.extend(f for f in judge.group(peers, keys=CONSISTENCY_KEYS) if f.get('host') == host)
-        summary = _findings.summarise(findings)
-        status = summary['status']
-        failing = [f for f in findings if _findings.is_failing(f, args['fail_on'])]
         result.update(
             changed=False,
             findings=findings,
-            status=status,
+            status=summary['status'],
             summary=summary,
             failing=failing,
             # xuanwu_workloads starts empty: facts may come back from a fact cache of an earlier run.
-            ansible_facts={'xuanwu_findings': findings, 'xuanwu_status': status, 'xuanwu_workloads': []},
+            ansible_facts={'xuanwu_findings': findings, 'xuanwu_status': summary['status'], 'xuanwu_workloads': [],
+                           'xuanwu_node': _node.summary(facts, profile, task_vars.get('xuanwu_profile_path'), args['fail_on'])},
         )
         return result

@@ -13,8 +13,8 @@ import time
 from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _redact
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _paths, _report
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _findings, _redact
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node, _paths, _report
 
 
 # the report folder and its files: the owner writes, the owner's group reads, nobody else (docs/security.md)
@@ -22,6 +22,9 @@ DIR_MODE = 0o750
 FILE_MODE = 0o640
 # the inventory variables whose values reach the workloads' environments
 ENV_VARIABLES = ('xuanwu_nccl_env', 'xuanwu_torch_env')
+# what the report reads of each host, as stored (facts are data: never templated again)
+RESULT_VARIABLES = ('xuanwu_status', 'xuanwu_findings', 'xuanwu_facts', 'xuanwu_profile_resolved', 'xuanwu_profile_path',
+                    'node_health_probe_error', 'xuanwu_workloads', 'xuanwu_node')
 
 
 def _write_private(path, text):
@@ -64,22 +67,26 @@ class ActionModule(ActionBase):
             playbook=dict(type='str', default='validate'),
         ))
         hostvars = task_vars.get('hostvars') or {}
+        # consistency.* findings of the hosts compared with each other (xuanwu.cluster.host_compare, once per run)
+        group_findings = task_vars.get('xuanwu_group_findings') or {}
         entries = {}
         profiles = {}
         secrets = []
+        fail_on = {}
         for host in args['hosts']:
             try:
-                hv = hostvars[host]
+                hv = self._host_results(hostvars, host)
                 secrets.extend(_secrets_of(hv))
                 status = hv.get('xuanwu_status')
-                findings = hv.get('xuanwu_findings')
+                findings = list(hv.get('xuanwu_findings') or [])
                 facts = hv.get('xuanwu_facts')
                 profile = hv.get('xuanwu_profile_resolved') or {}
                 path = hv.get('xuanwu_profile_path')
                 probe_error = hv.get('node_health_probe_error')
                 workloads = hv.get('xuanwu_workloads')
+                fail_on[host] = (hv.get('xuanwu_node') or {}).get('fail_on') or 'fail'
             except Exception as err:  # pylint: disable=broad-except
-                status, findings, facts, profile, path, probe_error, workloads = None, None, None, {}, None, None, None
+                status, findings, facts, profile, path, probe_error, workloads = None, [], None, {}, None, None, None
                 self._display.warning('cannot read the results of %s: %s' % (host, err))
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
@@ -88,6 +95,10 @@ class ActionModule(ActionBase):
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
+                extra = [f for f in group_findings.get(host) or [] if f not in findings]
+                if extra:
+                    findings.extend(extra)
+                    status = _findings.summarise(findings)['status']
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
         report = _report.build_report(
             run_id=args['run_id'], started_at=args['started_at'], finished_at=_now(),
@@ -122,6 +133,44 @@ class ActionModule(ActionBase):
                 if f['severity'] == 'fail':
                     reasons.append('%s: [%s] %s: measured %s, expected %s — %s' % (
                         host, f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation')))
+        gate, verdicts = _gate(report, fail_on)
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
-                      summary=report['summary'], failed_reasons=reasons)
+                      summary=report['summary'], failed_reasons=reasons,
+                      # the gate play runs on these hosts only: a healthy fleet costs no task per host there
+                      gate_hosts=gate, verdicts=verdicts)
         return result
+
+    def _host_results(self, hostvars, host):
+        """What the report reads of ``host``: its results as the facts hold them, without templating them again.
+
+        The node checks' facts and findings are redacted where they are made (xuanwu.cluster.node_validate);
+        the environments (they may name a vault) are templated here only for the hosts where a stage ran, whose
+        tools' outputs may print a secret.
+        """
+        values = _node.host_values(hostvars, host, RESULT_VARIABLES)
+        if values.get('xuanwu_workloads'):
+            variables = hostvars[host]
+            for name in ENV_VARIABLES + ('xuanwu_redact_env_keys',):
+                if name in variables:
+                    values[name] = variables[name]
+        return values
+
+
+def _gate(report, fail_on):
+    """The hosts the gate fails (their findings at or above their ``xuanwu_fail_on``, or not probed) and why."""
+    gate, verdicts = [], {}
+    for host in sorted(report['hosts']):
+        entry = report['hosts'][host]
+        if entry.get('error'):
+            gate.append(host)
+            verdicts[host] = '%s was not validated: %s' % (host, entry['error'])
+            continue
+        level = fail_on.get(host) if fail_on.get(host) in ('fail', 'warn') else 'fail'
+        failing = [f for f in entry['findings'] if _findings.is_failing(f, level)]
+        if failing:
+            gate.append(host)
+            verdicts[host] = '%s FAILED %d check(s): %s' % (host, len(failing), ' '.join(
+                '[%s] %s: measured %s, expected %s. Fix: %s' % (
+                    f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation'))
+                for f in failing))
+    return gate, verdicts

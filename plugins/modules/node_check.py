@@ -18,8 +18,8 @@ description:
     (from M(xuanwu.cluster.node_profile)) and returns findings. Each finding names the host, the check id, the
     component (C(gpu2), C(gpu1<->gpu2), C(mlx5_3/1), C(eth0), ...), the severity (C(fail), C(warn), C(info)),
     the measured and expected values and what to do. The checks are listed in C(docs/checks.md).
-  - With O(consistency), the driver, NCCL, CUDA toolkit and kernel versions are also compared with the other
-    hosts of the play that use the same profile; a host that differs from the majority gets a finding.
+  - Sets C(xuanwu_compare), the few values M(xuanwu.cluster.host_compare) compares between the hosts of a run (driver,
+    NCCL, CUDA toolkit and kernel versions); that comparison runs once per run, never here.
   - The task itself does not fail on findings; it sets C(xuanwu_findings) and C(xuanwu_status).
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
@@ -35,10 +35,6 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
-  consistency:
-    description: Compare versions across the play's hosts that share the profile.
-    type: bool
-    default: true
   job_ports:
     description:
       - Ports the job will listen on (the torchrun rendezvous / MASTER_PORT and any other), numbers or
@@ -59,8 +55,9 @@ options:
     type: list
     elements: str
     default: []
-notes:
-  - The consistency check needs every host's facts before any host is checked; use the default C(linear) strategy.
+seealso:
+  - module: xuanwu.cluster.node_validate
+  - module: xuanwu.cluster.host_compare
 '''
 
 EXAMPLES = r'''

@@ -14,12 +14,16 @@ short_description: Write a validation run's report as JSON, JUnit XML, Markdown 
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin).
-  - Reads C(xuanwu_status), C(xuanwu_findings), C(xuanwu_facts) and the profile of every host in O(hosts) and writes
+  - Reads C(xuanwu_status), C(xuanwu_findings), C(xuanwu_facts) and the profile of every host in O(hosts) as the
+    facts hold them (once per host, never templated again), adds the C(consistency.*) findings of
+    M(xuanwu.cluster.host_compare) (C(xuanwu_group_findings) of the controller) and writes
     C(report.json) (schema in C(docs/report-format.md)), C(junit.xml) (one testcase per host and check),
     C(report.md) and C(report.html) into O(report_dir)/O(run_id)/.
+  - Returns the hosts the gate must fail (RV(gate_hosts)) and why, so that the gate runs on those hosts only.
   - The run's folder gets mode 0750 and the files mode 0640 (also files that existed). The secret values of the hosts'
     C(xuanwu_nccl_env) and C(xuanwu_torch_env) (see C(xuanwu_redact_env_keys)) and the passwords of URLs are masked
-    (C(***)) in every file, also where a tool printed them.
+    (C(***)) in every file, also where a tool printed them (the node checks' facts and findings are masked where they
+    are made, M(xuanwu.cluster.node_validate); the environments of the hosts where a stage ran are read here).
   - A host without C(xuanwu_status) (unreachable, or failed before its checks) is reported with status C(error).
   - The report is written in check mode too, because it is the record of the run, kept on the controller.
 extends_documentation_fragment:
@@ -76,4 +80,13 @@ failed_reasons:
   returned: success
   type: list
   elements: str
+gate_hosts:
+  description: The hosts whose findings fail them (at or above their C(xuanwu_fail_on)) or that could not be probed.
+  returned: success
+  type: list
+  elements: str
+verdicts:
+  description: For each host of RV(gate_hosts), the message the gate fails it with.
+  returned: success
+  type: dict
 '''

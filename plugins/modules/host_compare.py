@@ -1,0 +1,68 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: host_compare
+short_description: Compare the hosts of a run with each other, once, on the controller
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin), once per run (C(run_once)); it never connects to a host.
+  - Reads the small C(xuanwu_compare) fact of each host of O(hosts) (set by M(xuanwu.cluster.node_validate) or
+    M(xuanwu.cluster.node_check)) once, and compares the driver, NCCL, CUDA toolkit and kernel versions of the hosts
+    that use the same profile file. A host whose value differs from the majority gets a C(consistency.<key>) finding
+    (C(docs/checks.md)); the host's own profile overrides apply to it.
+  - The cost is linear in the number of hosts, and the hosts' facts are not templated again.
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    support: none
+    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+options:
+  hosts:
+    description: The hosts to compare (usually C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+seealso:
+  - module: xuanwu.cluster.node_validate
+'''
+
+EXAMPLES = r'''
+- name: Compare the hosts with each other (once, on the controller)
+  xuanwu.cluster.host_compare:
+    hosts: "{{ ansible_play_hosts_all }}"
+  run_once: true
+  delegate_to: localhost
+  delegate_facts: true
+'''
+
+RETURN = r'''
+compared:
+  description: How many hosts had values to compare.
+  returned: always
+  type: int
+findings:
+  description: The C(consistency.*) findings by host.
+  returned: always
+  type: dict
+failing:
+  description: The hosts with a failing finding.
+  returned: always
+  type: list
+  elements: str
+ansible_facts:
+  description: C(xuanwu_group_findings) (RV(findings)) and C(xuanwu_group_failing) (RV(failing)).
+  returned: always
+  type: dict
+'''

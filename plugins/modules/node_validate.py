@@ -1,0 +1,158 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: node_validate
+short_description: Probe a node in one round trip and judge it against its hardware profile, in one task
+version_added: 0.1.0
+description:
+  - The whole per-host part of a validation in one task - an action plugin - so that a fleet costs one task per host
+    (C(docs/architecture.md), "Cost per host").
+  - Resolves the host's profile on the controller (O(profile), O(overrides), O(profile_dirs)), runs
+    M(xuanwu.cluster.node_probe) on the node once (the probe groups of O(gather), the profile's disks and job process
+    patterns added), and judges the facts on the controller like M(xuanwu.cluster.node_check).
+  - A node that cannot be reached or probed is not failed here; the reason is kept in C(node_health_probe_error) so that
+    the report covers every host, and the gate fails the host afterwards.
+  - Puts the host in groups the later plays of C(validate.yml) take their hosts from - C(xuanwu_probed_fit) (probed,
+    its checks do not fail), C(xuanwu_stage_hosts) (a per-node stage of O(stages) is on, and the host is fit or
+    O(stages.on_failed_hosts)), C(xuanwu_multinode_hosts) (O(stages.multinode) on, host fit) and
+    C(xuanwu_recheck_hosts) (its InfiniBand counters are read again after a load) - so that a stage that is switched off
+    costs nothing per host.
+extends_documentation_fragment:
+  - xuanwu.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    details: The probes only read.
+  diff_mode:
+    support: none
+    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+options:
+  profile:
+    description: Profile name (for example C(h200x4-nvlink)) or path to a profile file.
+    type: raw
+    required: true
+  overrides:
+    description: Keys replacing the profile's (dicts merge, lists and scalars replace).
+    type: raw
+    default: {}
+  profile_dirs:
+    description: Directories searched for profiles by name before the shipped ones.
+    type: raw
+    default: []
+  gather:
+    description: Probe groups (M(xuanwu.cluster.node_probe) O(xuanwu.cluster.node_probe#module:gather)).
+    type: list
+    elements: str
+    default: [all]
+  interfaces:
+    description: Network interfaces (names or globs) to probe; empty means every non-virtual interface.
+    type: list
+    elements: str
+    default: []
+  disk_paths:
+    description: Paths whose free space is probed; the profile's C(host.disks) paths are added.
+    type: list
+    elements: str
+    default: ['/']
+  replay_dir:
+    description: Capture bundle to replay instead of running the tools (read where the module runs).
+    type: str
+    default: ''
+  timeout:
+    description: Seconds after which one probe command is stopped and recorded as failed.
+    type: int
+    default: 60
+  nccl_library_globs:
+    description: Extra glob patterns where C(libnccl.so.2) may be found.
+    type: list
+    elements: str
+    default: []
+  fail_on:
+    description: Lowest severity listed in RV(failing).
+    type: str
+    choices: [fail, warn]
+    default: fail
+  job_ports:
+    description: Ports the job will listen on; they must be free (as in M(xuanwu.cluster.node_check)).
+    type: list
+    elements: raw
+    default: []
+  job_env:
+    description: The job's environment; its ports must be free too (as in M(xuanwu.cluster.node_check)).
+    type: dict
+    default: {}
+  job_mpirun_args:
+    description: The job's mpirun arguments; their ports must be free too (as in M(xuanwu.cluster.node_check)).
+    type: list
+    elements: str
+    default: []
+  consistency:
+    description: Keep C(xuanwu_compare) for M(xuanwu.cluster.host_compare); C(false) leaves the host out of the comparison.
+    type: raw
+    default: true
+  stages:
+    description:
+      - The stages switched on for this host, each a boolean (strings such as C(true) or C(no) are converted) -
+        C(build), C(collectives), C(workloads), C(multinode), C(on_failed_hosts), C(recheck_counters).
+    type: dict
+    default: {}
+seealso:
+  - module: xuanwu.cluster.node_probe
+  - module: xuanwu.cluster.node_check
+  - module: xuanwu.cluster.host_compare
+'''
+
+EXAMPLES = r'''
+- name: Probe and judge the node (one task per host)
+  xuanwu.cluster.node_validate:
+    profile: h200x4-nvlink
+    stages:
+      collectives: true
+  changed_when: false
+'''
+
+RETURN = r'''
+status:
+  description: C(fail), C(warn) or C(pass); C(error) when the node could not be probed.
+  returned: always
+  type: str
+summary:
+  description: Status and counts per severity (null when the node could not be probed).
+  returned: always
+  type: dict
+failing:
+  description: The findings at or above O(fail_on).
+  returned: always
+  type: list
+  elements: dict
+profile_path:
+  description: The profile file used.
+  returned: always
+  type: str
+add_group:
+  description: The host's own group, a child of each group of RV(parent_groups).
+  returned: when the host joins a group
+  type: str
+  sample: xuanwu_node_fit_stages
+parent_groups:
+  description: The groups the host joins.
+  returned: when the host joins a group
+  type: list
+  elements: str
+  sample: [xuanwu_probed_fit, xuanwu_stage_hosts]
+ansible_facts:
+  description:
+    - C(xuanwu_facts), C(xuanwu_profile_resolved), C(xuanwu_profile_path), C(xuanwu_findings), C(xuanwu_status),
+      C(xuanwu_workloads) (empty), C(xuanwu_compare) and C(node_health_probe_error) (empty when the node was probed).
+  returned: always
+  type: dict
+'''
