@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _preflight
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node, _preflight
 
 
 class ActionModule(ActionBase):
@@ -21,7 +21,9 @@ class ActionModule(ActionBase):
         """The host's xuanwu_* variables, templated, and its hostfile address; problems of templating."""
         hv = hostvars[host]
         variables, problems = {}, []
-        for name in [n for n in hv if n.startswith('xuanwu_') and n not in _preflight.PRODUCED]:
+        # facts (a module set them, maybe in an earlier run kept by a fact cache) are not inventory variables
+        facts = _node.fact_names(hostvars, host)
+        for name in [n for n in hv if n.startswith('xuanwu_') and n not in _preflight.PRODUCED and n not in facts]:
             try:
                 variables[name] = hv[name]
             except Exception as err:  # pylint: disable=broad-except

@@ -42,7 +42,7 @@ def version():
 def load_yaml(path, what):
     try:
         with open(path) as handle:
-            return yaml.safe_load(handle)
+            return yaml.load(handle, Loader=SPEC_LOADER)
     except (IOError, OSError) as err:
         raise ProfileError(path, None, 'cannot read %s: %s' % (what, err.strerror or err))
     except yaml.YAMLError as err:

@@ -78,8 +78,22 @@ def compare(entries):
             continue
         for finding in _checks.check_group(group, CONSISTENCY_KEYS):
             found.setdefault(finding['host'], []).append(finding)
-    return dict((host, _findings.apply_overrides(findings, entries[host].get('checks')))
-                for host, findings in found.items())
+    judged = dict((host, _findings.apply_overrides(findings, entries[host].get('checks'))) for host, findings in found.items())
+    return dict((host, findings) for host, findings in judged.items() if findings)
+
+
+def _caches(hostvars):
+    manager = getattr(hostvars, '_variable_manager', None)
+    return getattr(manager, '_fact_cache', None), getattr(manager, '_nonpersistent_fact_cache', None)
+
+
+def fact_names(hostvars, host):
+    """The names of the facts a module set for ``host`` (this run, or an earlier one kept by a fact cache)."""
+    facts_cache, _set_facts = _caches(hostvars)
+    try:
+        return set((facts_cache.get(host) or {}) if facts_cache is not None else ())
+    except Exception:  # pylint: disable=broad-except
+        return set()
 
 
 def host_values(hostvars, host, names):
@@ -89,9 +103,7 @@ def host_values(hostvars, host, names):
     host, deep-copying all its facts (tens of KB per node) on each read, which made reading every host of a
     fleet cost seconds per hundred hosts. Falls back to ``hostvars.raw_get`` where those caches are not there.
     """
-    manager = getattr(hostvars, '_variable_manager', None)
-    facts_cache = getattr(manager, '_fact_cache', None)
-    set_facts = getattr(manager, '_nonpersistent_fact_cache', None)
+    facts_cache, set_facts = _caches(hostvars)
     if facts_cache is None or set_facts is None:
         data = hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host]
         return dict((name, data.get(name) if hasattr(data, 'get') else None) for name in names)
