@@ -14,11 +14,15 @@ short_description: Compare the hosts of a run with each other, once, on the cont
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin), once per run (C(run_once)); it never connects to a host.
-  - Reads the small C(xuanwu_compare) fact of each host of O(hosts) (set by M(xuanwu.cluster.node_validate) or
-    M(xuanwu.cluster.node_check)) once, and compares the driver, NCCL, CUDA toolkit and kernel versions of the hosts
+  - Reads the small C(xuanwu_node) fact of each host of O(hosts) (set by M(xuanwu.cluster.node_validate) or
+    M(xuanwu.cluster.node_check)) once, from the fact caches (the host's other facts are neither copied nor templated),
+    and compares the driver, NCCL, CUDA toolkit and kernel versions of the hosts
     that use the same profile file. A host whose value differs from the majority gets a C(consistency.<key>) finding
     (C(docs/checks.md)); the host's own profile overrides apply to it.
-  - The cost is linear in the number of hosts, and the hosts' facts are not templated again.
+  - Lists the hosts of each later play of C(validate.yml) from the stages each host takes part in (C(xuanwu_node.flags)),
+    leaving out a host whose comparison fails.
+  - The cost is linear in the number of hosts. The results are returned, not set as facts (a fact cache would keep
+    them for the next run).
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
 attributes:
@@ -43,8 +47,7 @@ EXAMPLES = r'''
   xuanwu.cluster.host_compare:
     hosts: "{{ ansible_play_hosts_all }}"
   run_once: true
-  delegate_to: localhost
-  delegate_facts: true
+  register: plan
 '''
 
 RETURN = r'''
@@ -61,8 +64,24 @@ failing:
   returned: always
   type: list
   elements: str
-ansible_facts:
-  description: C(xuanwu_group_findings) (RV(findings)) and C(xuanwu_group_failing) (RV(failing)).
+hosts:
+  description: O(hosts), the hosts of the run.
   returned: always
-  type: dict
+  type: list
+  elements: str
+stage_hosts:
+  description: The hosts of the per-node stages.
+  returned: always
+  type: list
+  elements: str
+multinode_hosts:
+  description: The hosts of the multi-node stage.
+  returned: always
+  type: list
+  elements: str
+recheck_hosts:
+  description: The hosts whose InfiniBand counters are read again after the load.
+  returned: always
+  type: list
+  elements: str
 '''

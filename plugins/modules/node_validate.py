@@ -20,11 +20,12 @@ description:
     patterns added), and judges the facts on the controller like M(xuanwu.cluster.node_check).
   - A node that cannot be reached or probed is not failed here; the reason is kept in C(node_health_probe_error) so that
     the report covers every host, and the gate fails the host afterwards.
-  - Puts the host in groups the later plays of C(validate.yml) take their hosts from - C(xuanwu_probed_fit) (probed,
-    its checks do not fail), C(xuanwu_stage_hosts) (a per-node stage of O(stages) is on, and the host is fit or
-    O(stages.on_failed_hosts)), C(xuanwu_multinode_hosts) (O(stages.multinode) on, host fit) and
-    C(xuanwu_recheck_hosts) (its InfiniBand counters are read again after a load) - so that a stage that is switched off
-    costs nothing per host.
+  - Records in C(xuanwu_node.flags) the stages the host takes part in (a per-node stage of O(stages) is on and the host
+    is fit, or C(on_failed_hosts); C(multinode) and the host is fit; its InfiniBand counters are to be read again after
+    a load). M(xuanwu.cluster.host_compare) makes the host list of each later play of C(validate.yml) from them once per
+    run, so a stage that is switched off costs nothing per host.
+  - The values of the job's secret environment variables (O(job_env), O(redact_env_keys)) are masked in the facts and
+    findings before they are set.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
 attributes:
@@ -95,8 +96,13 @@ options:
     type: list
     elements: str
     default: []
+  redact_env_keys:
+    description: More environment variable names whose values are secrets.
+    type: list
+    elements: str
+    default: []
   consistency:
-    description: Keep C(xuanwu_compare) for M(xuanwu.cluster.host_compare); C(false) leaves the host out of the comparison.
+    description: Keep the values M(xuanwu.cluster.host_compare) compares; C(false) leaves the host out of the comparison.
     type: raw
     default: true
   stages:
@@ -138,21 +144,11 @@ profile_path:
   description: The profile file used.
   returned: always
   type: str
-add_group:
-  description: The host's own group, a child of each group of RV(parent_groups).
-  returned: when the host joins a group
-  type: str
-  sample: xuanwu_node_fit_stages
-parent_groups:
-  description: The groups the host joins.
-  returned: when the host joins a group
-  type: list
-  elements: str
-  sample: [xuanwu_probed_fit, xuanwu_stage_hosts]
 ansible_facts:
   description:
     - C(xuanwu_facts), C(xuanwu_profile_resolved), C(xuanwu_profile_path), C(xuanwu_findings), C(xuanwu_status),
-      C(xuanwu_workloads) (empty), C(xuanwu_compare) and C(node_health_probe_error) (empty when the node was probed).
+      C(xuanwu_workloads) (empty), C(xuanwu_node) (what the whole-run steps read - C(docs/facts.md)) and
+      C(node_health_probe_error) (empty when the node was probed).
   returned: always
   type: dict
 '''
