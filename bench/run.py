@@ -200,12 +200,10 @@ class Runner(object):
 
 
 def free_port():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
+    """A TCP port free on 127.0.0.1 now (sshd binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
-    finally:
-        sock.close()
 
 
 class Sshd(object):
