@@ -151,6 +151,23 @@ def reap_detached(keep):
     return running
 
 
+def reaped_children_cpu(pid):
+    """CPU seconds of the children that pid has reaped (cutime + cstime of /proc/pid/stat)."""
+    with open('/proc/%d/stat' % pid, 'rb') as handle:
+        stat = handle.read()
+    fields = stat[stat.rfind(b')') + 2:].split()
+    return (int(fields[13]) + int(fields[14])) / float(os.sysconf('SC_CLK_TCK'))
+
+
+def node_side_cpu(sshd_pid, before):
+    """CPU of the sshd sessions (the "node" side over ssh: sshd, shells, modules) since before,
+    once the sessions of the command have ended (at most 10 s after the masters stopped)."""
+    deadline = time.monotonic() + 10
+    while descendants(proc_table(), sshd_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return reaped_children_cpu(sshd_pid) - before
+
+
 class Runner(object):
     """Runs one command at a time and measures it; knows the pids it must not touch (sshd)."""
 
@@ -158,6 +175,7 @@ class Runner(object):
         self.work = work
         self.env = env
         self.keep = set()
+        self.sshd_pid = None
         self.current = None
         self.count = 0
 
@@ -165,6 +183,7 @@ class Runner(object):
         self.count += 1
         log = os.path.join(self.work, 'command-%d.log' % self.count)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        node_before = reaped_children_cpu(self.sshd_pid) if self.sshd_pid else None
         sampler = TreeRss(self.keep)
         sampler.start()
         start = time.perf_counter()
@@ -176,6 +195,7 @@ class Runner(object):
         self.current.returncode = 0  # reaped by wait4 above: keep Popen from waiting again
         self.current = None
         detached = reap_detached(self.keep)
+        node_cpu = node_side_cpu(self.sshd_pid, node_before) if self.sshd_pid else None
         sampler.done.set()
         sampler.join()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -186,7 +206,8 @@ class Runner(object):
             raise SystemExit('%s exited %d (output above)' % (os.path.basename(cmd[0]), code))
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {'wall_s': elapsed, 'cpu_s': cpu, 'max_process_rss_mib': usage.ru_maxrss / 1024.0,
-                'tree_rss_peak_mib': sampler.peak / MIB, 'rss_samples': sampler.samples, 'detached_reaped': detached}
+                'tree_rss_peak_mib': sampler.peak / MIB, 'rss_samples': sampler.samples, 'detached_reaped': detached,
+                'node_cpu_s': node_cpu}
 
     def stop(self):
         if self.current is not None and self.current.returncode is None:
@@ -274,6 +295,7 @@ class Sshd(object):
             self.proc = subprocess.Popen([self.sshd, '-D', '-e', '-f', self.config, '-p', str(self.port)],
                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         runner.keep.add(self.proc.pid)
+        runner.sshd_pid = self.proc.pid
         deadline = time.monotonic() + 15
         while True:
             if self.proc.poll() is not None:
@@ -350,10 +372,14 @@ def summarise(hosts, rounds, args, runs, version):
         'ping_max_process_rss_mib': round(max(r['max_process_rss_mib'] for r in ping), 1),
         'ssh_masters_per_command': [r['detached_reaped'] for r in ping + play] if args.connection == 'ssh' else None,
     }
+    if args.connection == 'ssh':
+        # over loopback ssh the "nodes" share the controller's cores: their CPU, for reading the wall times
+        result['ping_node_cpu_median_s'] = round(median(ping, 'node_cpu_s'), 2)
+        result['validate_node_cpu_median_s'] = round(median(play, 'node_cpu_s'), 2)
     return result
 
 
-COLUMNS = (('hosts', 'hosts', '%d'), ('ping s', 'ping_median_s', '%.2f'), ('play s', 'validate_median_s', '%.2f'),
+COLUMNS = (('hosts', 'hosts', '%d'), ('conn', 'connection', '%s'), ('ping s', 'ping_median_s', '%.2f'), ('play s', 'validate_median_s', '%.2f'),
            ('ratio', 'ratio_validate_to_ping', '%.2f'), ('ping CPU s', 'ping_cpu_median_s', '%.2f'),
            ('play CPU s', 'validate_cpu_median_s', '%.2f'), ('CPU ratio', 'cpu_ratio_validate_to_ping', '%.2f'),
            ('play ms/host', 'validate_per_host_ms', '%.1f'), ('play CPU ms/host', 'validate_cpu_per_host_ms', '%.1f'),
@@ -365,6 +391,43 @@ def table(results):
     rows = [[title for title, _key, _fmt in COLUMNS]] + [[fmt % result[key] for _title, key, fmt in COLUMNS] for result in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return '\n'.join('  '.join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows)
+
+
+def flatness(results):
+    """Ratio at the largest host count / ratio at the smallest, None with fewer than two host counts."""
+    ordered = sorted(results, key=lambda result: result['hosts'])
+    if len(ordered) < 2 or ordered[0]['hosts'] == ordered[-1]['hosts']:
+        return None
+    return round(ordered[-1]['ratio_validate_to_ping'] / ordered[0]['ratio_validate_to_ping'], 2)
+
+
+def write_json(path, document, results):
+    if path:
+        document.update(load_average_end=os.getloadavg(), flatness=flatness(results))
+        with open(path, 'w') as handle:
+            json.dump(document, handle, indent=1, sort_keys=True)
+
+
+def report(results):
+    """The table of the medians, the flatness of the ratio and, over ssh, the node side."""
+    print('\n"play" is the playbook measured; medians over the rounds; RSS peaks are the largest over the rounds: "tree" is'
+          ' the summed RSS of the controller process tree sampled at ~10 Hz, "max proc" the largest single process (wait4 ru_maxrss)')
+    print(table(results))
+    for result in results:
+        print('%d hosts: %s over %s, %d round(s), forks %d, %s' % (result['hosts'], result['playbook'], result['connection'],
+                                                                 result['rounds'], result['forks'], result['ansible']))
+        if result.get('validate_node_cpu_median_s') is not None:
+            print('  node-side CPU (sshd sessions and modules, same machine) ping %.2f s, play %.2f s; ssh masters per command %s'
+                  % (result['ping_node_cpu_median_s'], result['validate_node_cpu_median_s'], result['ssh_masters_per_command']))
+    groups = {}
+    for result in results:
+        groups.setdefault((result['connection'], result['playbook']), []).append(result)
+    for (connection, playbook), group in sorted(groups.items()):
+        flat = flatness(group)
+        if flat is not None:
+            ordered = sorted(group, key=lambda result: result['hosts'])
+            print('ratio flatness, %s over %s (ratio at %d hosts / ratio at %d hosts): %.2f'
+                  % (playbook, connection, ordered[-1]['hosts'], ordered[0]['hosts'], flat))
 
 
 def parse_args(argv):
@@ -379,6 +442,8 @@ def parse_args(argv):
     parser.add_argument('-e', '--extra-vars', action='append', default=[], metavar='VARS',
                         help='passed as -e to both commands (repeatable)')
     parser.add_argument('--json', metavar='FILE', help='write every run and the summaries to FILE')
+    parser.add_argument('--from-json', nargs='+', metavar='FILE',
+                        help='measure nothing: print the table and the flatness of the results in these --json files')
     parser.add_argument('--sshd', default=shutil.which('sshd') or '/usr/sbin/sshd', help='the sshd binary (--connection ssh)')
     args = parser.parse_args(argv)
     args.playbook = os.path.abspath(args.playbook)
@@ -402,7 +467,9 @@ def run_host_count(hosts, rounds, args, runner, commands, version):
     for rnd in range(rounds):
         order = ['ping', 'validate'] if rnd % 2 == 0 else ['validate', 'ping']
         for name in order:
+            load = os.getloadavg()[0]
             run = runner.measure(commands[name])
+            run['load_1m_at_start'] = load
             runs[name].append(run)
             sys.stderr.write('bench: %d hosts round %d %-8s %7.2f s wall %7.2f s CPU %6.0f MiB tree RSS\n'
                              % (hosts, rnd + 1, name, run['wall_s'], run['cpu_s'], run['tree_rss_peak_mib']))
@@ -412,6 +479,13 @@ def run_host_count(hosts, rounds, args, runner, commands, version):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        results = []
+        for path in args.from_json:
+            with open(path) as handle:
+                results += json.load(handle)['results']
+        report(results)
+        return 0
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
@@ -439,7 +513,9 @@ def main(argv=None):
               % (started, os.cpu_count(), load_start[0], load_start[1], load_start[2], version, args.connection,
                  args.forks, ','.join(str(r) for r in args.rounds), os.path.relpath(args.playbook, ROOT)))
         sys.stdout.flush()
-        results, every_run = [], {}
+        results = []
+        document = {'started': started, 'cpus': os.cpu_count(), 'load_average_start': load_start, 'ansible': version,
+                    'argv': sys.argv, 'results': results, 'runs': {}}
         for hosts, rounds in zip(args.hosts, args.rounds):
             inv = os.path.join(work, 'hosts-%d.yml' % hosts)
             inventory(inv, hosts, connection_vars, control_dir)
@@ -450,24 +526,13 @@ def main(argv=None):
             }
             runs, result = run_host_count(hosts, rounds, args, runner, commands, version)
             results.append(result)
-            every_run[str(hosts)] = runs
+            document['runs'][str(hosts)] = runs
             print('XUANWU_BENCH ' + json.dumps(result, sort_keys=True))
             sys.stdout.flush()
-        load_end = os.getloadavg()
-        print('\n"play" is %s; medians over the rounds (%s); RSS peaks are the largest over the rounds: "tree" is the summed RSS of'
-              ' the controller process tree sampled at ~10 Hz, "max proc" the largest single process (wait4 ru_maxrss)'
-              % (os.path.relpath(args.playbook, ROOT), ','.join(str(r) for r in args.rounds)))
-        print(table(results))
-        flatness = None
-        if len(results) > 1:
-            flatness = round(results[-1]['ratio_validate_to_ping'] / results[0]['ratio_validate_to_ping'], 2)
-            print('ratio flatness (ratio at %d hosts / ratio at %d hosts): %.2f' % (results[-1]['hosts'], results[0]['hosts'], flatness))
-        print('load average at end %.2f %.2f %.2f' % load_end)
-        if args.json:
-            document = {'started': started, 'cpus': os.cpu_count(), 'load_average_start': load_start, 'load_average_end': load_end,
-                        'ansible': version, 'argv': sys.argv, 'results': results, 'flatness': flatness, 'runs': every_run}
-            with open(args.json, 'w') as handle:
-                json.dump(document, handle, indent=1, sort_keys=True)
+            write_json(args.json, document, results)  # after each host count: a stopped run keeps what it measured
+        write_json(args.json, document, results)
+        report(results)
+        print('load average at end %.2f %.2f %.2f' % os.getloadavg())
     except Interrupted as exc:
         sys.stderr.write('bench: stopped (%s); cleaning up\n' % exc)
         return 130
