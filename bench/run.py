@@ -62,13 +62,10 @@ def on_signal(signum, _frame):
 
 def counts(text):
     """'50,200,1000' -> [50, 200, 1000]; positive integers only."""
-    try:
-        values = [int(item) for item in text.split(',') if item.strip()]
-    except ValueError:
+    items = [item.strip() for item in text.split(',')]
+    if not all(item.isdigit() and int(item) > 0 for item in items):
         raise argparse.ArgumentTypeError('want positive integers separated by commas, e.g. 50,200,1000: %r' % text)
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError('want positive integers separated by commas, e.g. 50,200,1000: %r' % text)
-    return values
+    return [int(item) for item in items]
 
 
 def proc_table():
@@ -201,8 +198,7 @@ class Runner(object):
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
         if code != 0:
-            with open(log) as handle:
-                sys.stderr.write(handle.read()[-3000:])
+            sys.stderr.write(read(log)[-3000:])
             raise SystemExit('%s exited %d (output above)' % (os.path.basename(cmd[0]), code))
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {'wall_s': elapsed, 'cpu_s': cpu, 'max_process_rss_mib': usage.ru_maxrss / 1024.0,
@@ -218,6 +214,11 @@ class Runner(object):
                 os.killpg(self.current.pid, signal.SIGKILL)
                 self.current.wait()
         reap_detached(self.keep)
+
+
+def read(path):
+    with open(path) as handle:
+        return handle.read()
 
 
 def free_port():
@@ -299,7 +300,7 @@ class Sshd(object):
         deadline = time.monotonic() + 15
         while True:
             if self.proc.poll() is not None:
-                raise SystemExit('bench: sshd exited %d:\n%s' % (self.proc.returncode, open(self.log).read()))
+                raise SystemExit('bench: sshd exited %d:\n%s' % (self.proc.returncode, read(self.log)))
             probe = subprocess.run(['ssh', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=3'] + self.options()
                                    + ['-i', self.key, '-p', str(self.port), '-l', self.user, '127.0.0.1', 'true'],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
@@ -307,7 +308,7 @@ class Sshd(object):
                 return
             if time.monotonic() > deadline:
                 raise SystemExit('bench: cannot log in to the bench sshd on 127.0.0.1:%d:\n%s\n%s'
-                                 % (self.port, probe.stdout, open(self.log).read()))
+                                 % (self.port, probe.stdout, read(self.log)))
             time.sleep(0.2)
 
     def options(self):
