@@ -415,8 +415,8 @@ def report(results):
           ' the summed RSS of the controller process tree sampled at ~10 Hz, "max proc" the largest single process (wait4 ru_maxrss)')
     print(table(results))
     for result in results:
-        print('%d hosts: %s over %s, %d round(s), forks %d, %s' % (result['hosts'], result['playbook'], result['connection'],
-                                                                 result['rounds'], result['forks'], result['ansible']))
+        print('%d hosts: %s over %s, %d round(s), forks %d, %s'
+              % (result['hosts'], result['playbook'], result['connection'], result['rounds'], result['forks'], result['ansible']))
         if result.get('validate_node_cpu_median_s') is not None:
             print('  node-side CPU (sshd sessions and modules, same machine) ping %.2f s, play %.2f s; ssh masters per command %s'
                   % (result['ping_node_cpu_median_s'], result['validate_node_cpu_median_s'], result['ssh_masters_per_command']))
