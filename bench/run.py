@@ -493,7 +493,10 @@ def main(argv=None):
         raise SystemExit('bench: prctl(PR_SET_CHILD_SUBREAPER) failed: CPU of detached processes could not be counted')
     bindir = os.path.dirname(os.path.abspath(sys.executable))
     work = tempfile.mkdtemp(prefix='xuanwu-bench-')
+    # own temporary directories: another ansible run of the same user cleaning ~/.ansible/tmp
+    # must not take the module files of this one away
     env = dict(os.environ, ANSIBLE_FORKS=str(args.forks), ANSIBLE_CACHE_PLUGIN='memory',
+               ANSIBLE_LOCAL_TEMP=os.path.join(work, 'tmp-local'), ANSIBLE_REMOTE_TMP=os.path.join(work, 'tmp-remote'),
                PATH=bindir + os.pathsep + os.environ.get('PATH', ''))
     runner = Runner(work, env)
     sshd = None
