@@ -122,7 +122,7 @@ class TreeRss(threading.Thread):
 
 def reap_detached(keep):
     """Stop and reap the processes reparented to this script; return how many were still running
-    (the ssh ControlPersist masters; the others are exited intermediate forks)."""
+    (the ssh ControlPersist masters not yet idle for ControlPersist; the others are exited forks)."""
     table = proc_table()
     me = os.getpid()
     pids = [pid for pid, (ppid, _rss, _state) in table.items() if ppid == me and pid not in keep]
@@ -418,7 +418,7 @@ def report(results):
         print('%d hosts: %s over %s, %d round(s), forks %d, %s'
               % (result['hosts'], result['playbook'], result['connection'], result['rounds'], result['forks'], result['ansible']))
         if result.get('validate_node_cpu_median_s') is not None:
-            print('  node-side CPU (sshd sessions and modules, same machine) ping %.2f s, play %.2f s; ssh masters per command %s'
+            print('  node-side CPU (sshd sessions and modules, same machine) ping %.2f s, play %.2f s; ssh masters still open at exit, per command %s'
                   % (result['ping_node_cpu_median_s'], result['validate_node_cpu_median_s'], result['ssh_masters_per_command']))
     groups = {}
     for result in results:
