@@ -14,7 +14,7 @@ from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _redact
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _paths, _report
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _fleet_step, _paths, _report
 
 
 # the report folder and its files: the owner writes, the owner's group reads, nobody else (docs/security.md)
@@ -51,7 +51,7 @@ def _now():
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('hosts', 'report_dir', 'run_id', 'started_at', 'playbook'))
+    _VALID_ARGS = frozenset(('hosts', 'report_dir', 'run_id', 'started_at', 'playbook', 'history_db'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -62,10 +62,12 @@ class ActionModule(ActionBase):
             run_id=dict(type='str', required=True),
             started_at=dict(type='str'),
             playbook=dict(type='str', default='validate'),
+            history_db=dict(type='str'),
         ))
         hostvars = task_vars.get('hostvars') or {}
         entries = {}
         profiles = {}
+        resolved = {}
         secrets = []
         for host in args['hosts']:
             try:
@@ -84,15 +86,21 @@ class ActionModule(ActionBase):
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
                 profiles[name] = path
+                resolved.setdefault(name, profile)
             if status is None or probe_error:
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
+        # fleet thresholds and regressions, once per run (docs/fleet-history.md); '' switches the history off
+        history_db = os.path.join(args['report_dir'], 'history.sqlite') if args['history_db'] is None else (args['history_db'] or None)
+        extra, fleet = _fleet_step.judge(entries, resolved, history_db, args['run_id'])
+        entries = _fleet_step.with_findings(entries, extra)
         report = _report.build_report(
             run_id=args['run_id'], started_at=args['started_at'], finished_at=_now(),
             collection_version=_collection.version(), ansible_version=ANSIBLE_VERSION,
             playbook=args['playbook'], hosts=entries, profiles=profiles)
+        report['fleet'] = fleet
         # a secret of the environments may come back in a tool's output or a failure message
         report = _redact.redact(report, secrets)
         # the run id names a folder: made a safe file name (docs/report-format.md) so it stays in report_dir
@@ -113,6 +121,7 @@ class ActionModule(ActionBase):
             result['failed'] = True
             result['msg'] = 'cannot write the report to %s: %s' % (directory, err)
             return result
+        history_error = fleet['history_error'] or _fleet_step.record(history_db, report)
         reasons = []
         for host in report['summary']['failed_hosts']:
             entry = report['hosts'][host]
@@ -124,4 +133,6 @@ class ActionModule(ActionBase):
                         host, f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation')))
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
                       summary=report['summary'], failed_reasons=reasons)
+        if history_error:
+            result.update(failed=True, msg=history_error)
         return result
