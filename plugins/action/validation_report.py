@@ -132,7 +132,7 @@ class ActionModule(ActionBase):
                     reasons.append('%s: [%s] %s: measured %s, expected %s — %s' % (
                         host, f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation')))
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
-                      summary=report['summary'], failed_reasons=reasons)
+                      summary=report['summary'], failed_reasons=reasons, fleet_findings=extra)
         if history_error:
             result.update(failed=True, msg=history_error)
         return result

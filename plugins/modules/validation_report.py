@@ -87,4 +87,10 @@ failed_reasons:
   returned: success
   type: list
   elements: str
+fleet_findings:
+  description:
+    - The findings the fleet and history checks added, per host (only hosts that got one). The role
+      C(xuanwu.cluster.validation_report) adds them to the hosts' C(xuanwu_findings), so the gate fails those hosts.
+  returned: success
+  type: dict
 '''
