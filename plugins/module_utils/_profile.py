@@ -364,8 +364,8 @@ SCHEMA = {
         },
         'fleet': {
             'type': 'dict', 'description': ('Fleet thresholds (docs/fleet-history.md): per collective and size, the hosts of this profile '
-                                           'are held to median - k x MAD of its healthy hosts (status pass or warn) in the run. Left out: '
-                                           'no fleet threshold.'),
+                                            'are held to median - k x MAD of its healthy hosts (status pass or warn) in the run. Left out: '
+                                            'no fleet threshold.'),
             'keys': {
                 'k': {'type': 'float', 'default': 3.0, 'min': 0, 'description': 'How many MADs below the median a host may be.'},
                 'min_hosts': {'type': 'int', 'default': 8, 'min': 2,
@@ -381,7 +381,7 @@ SCHEMA = {
         },
         'history': {
             'type': 'dict', 'description': ('Regression against each host\'s own history (the history database, docs/fleet-history.md). '
-                                           'Left out: no regression check (the run is still recorded).'),
+                                            'Left out: no regression check (the run is still recorded).'),
             'keys': {
                 'regression_max_share': {'type': 'float', 'default': 0.05, 'min': 0, 'max': 1,
                                          'description': 'A host more than this share below the median of its own last runs fails.'},
