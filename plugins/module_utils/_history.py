@@ -211,6 +211,13 @@ def _query(db_path, sql, params):
         conn.close()
 
 
+def check(db_path):
+    """Raise ``HistoryError`` when ``db_path`` exists and is not a usable history database."""
+    conn = _connect(db_path, create=False)
+    if conn is not None:
+        conn.close()
+
+
 def runs(db_path):
     """[{run_id, started_at, finished_at, playbook, collection_version, hosts}], newest first."""
     rows = _query(db_path, 'SELECT r.run_id, r.started_at, r.finished_at, r.playbook, r.collection_version, '

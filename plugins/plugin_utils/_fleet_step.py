@@ -83,7 +83,7 @@ def judge(entries, profiles, db_path, run_id):
     section = {'history_db': db_path, 'history_error': None, 'profiles': {}}
     if db_path:
         try:
-            _history.runs(db_path)
+            _history.check(db_path)
         except _history.HistoryError as err:
             section['history_error'] = str(err)
     by_profile = {}
