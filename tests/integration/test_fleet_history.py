@@ -86,3 +86,23 @@ def test_a_host_6_percent_slower_than_the_fleet_and_its_history_fails_and_both_r
     assert conn.execute("SELECT host, status FROM hosts WHERE run_id = 'run-b' AND status = 'fail'").fetchall() == [(SLOW, 'fail')]
     assert conn.execute("SELECT count(*) FROM findings WHERE run_id = 'run-b' AND check_id = 'collectives.regressed'").fetchone() == (4,)
     assert conn.execute("SELECT count(*) FROM busbw WHERE size_bytes = ?", (1 << 30,)).fetchone() == (16,)
+
+
+@pytest.mark.parametrize('history', ['garbage', ''])
+def test_an_unusable_history_fails_the_run_naming_it_and_an_empty_path_switches_it_off(tmp_path, history):
+    db = tmp_path / 'history.sqlite'
+    if history:
+        db.write_text('not a database\n' * 100)
+    inv = inventory(tmp_path, {'node': {'xuanwu_replay_dir': os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')}},
+                    xuanwu_profile='h200x4-nvlink')
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=r1',
+                       '-e', 'xuanwu_history_db=%s' % (db if history else ''))
+    with open(str(reports / 'r1' / 'report.json')) as handle:
+        report = json.load(handle)     # the report is written either way
+    if history:
+        assert rc == 2 and '%s is not a usable history database' % db in out, out[-3000:]
+        assert str(db) in report['fleet']['history_error']
+    else:
+        assert report['fleet'] == {'history_db': None, 'history_error': None, 'profiles': {}}
+        assert sorted(os.listdir(str(reports))) == ['r1'] and not db.exists()
