@@ -49,7 +49,9 @@ def validate(tmp_path, run_id, first_run, slow_factor=1.0):
     inv = inventory(tmp_path, hosts, xuanwu_profile='h200x2-nvlink', xuanwu_profile_overrides=overrides,
                     xuanwu_validate_collectives=True, xuanwu_collectives=['all_reduce'])
     reports = tmp_path / 'reports'
-    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=%s' % run_id)
+    # eight hosts at once: a longer bound than one host's, for a shared 2-core machine
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=%s' % run_id,
+                       timeout=1200)
     with open(str(reports / run_id / 'report.json')) as handle:
         return rc, out, json.load(handle)
 

@@ -332,6 +332,9 @@ def test_capture_writes_nothing_outside_its_destination(tmp_path):
     rc, out = playbook('-i', inv, 'playbooks/capture.yml', '-e', 'xuanwu_capture_dest=%s' % dest)
     assert rc == 0, out[-3000:]
     new = _files_under(tmp_path) - before
+    history = str(reports / 'history.sqlite')      # the run history next to the run folders (docs/fleet-history.md)
+    assert history in new
+    new.discard(history)
     assert new and all(path.startswith(str(dest) + os.sep) for path in new), sorted(new)
     folders = sorted(os.listdir(str(dest)))
     assert folders == sorted(safe_name(h) for h in HOSTILE_HOSTS) and len(set(folders)) == len(HOSTILE_HOSTS)
@@ -351,6 +354,9 @@ def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
     rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=../../escape')
     assert rc == 0, out[-3000:]
     new = _files_under(tmp_path) - before
+    history = str(reports / 'history.sqlite')      # the run history next to the run folders (docs/fleet-history.md)
+    assert history in new
+    new.discard(history)
     assert new and all(path.startswith(str(reports / safe_name('../../escape')) + os.sep) for path in new), sorted(new)
     folder, report = the_report(reports)
     assert set(report['hosts']) == set(hosts)
