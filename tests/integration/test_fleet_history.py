@@ -103,7 +103,8 @@ def test_an_unusable_history_fails_the_run_naming_it_and_an_empty_path_switches_
     with open(str(reports / 'r1' / 'report.json')) as handle:
         report = json.load(handle)     # the report is written either way
     if history:
-        assert rc == 2 and '%s is not a usable history database' % db in out, out[-3000:]
+        # (ansible-core 2.16's YAML output folds long messages: compared with the white space collapsed)
+        assert rc == 2 and '%s is not a usable history database' % db in ' '.join(out.split()), out[-3000:]
         assert str(db) in report['fleet']['history_error']
     else:
         assert report['fleet'] == {'history_db': None, 'history_error': None, 'profiles': {}}
