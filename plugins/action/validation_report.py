@@ -14,7 +14,7 @@ from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _findings, _redact
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node, _paths, _report
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _fleet_step, _node, _paths, _report
 
 
 # the report folder and its files: the owner writes, the owner's group reads, nobody else (docs/security.md)
@@ -54,7 +54,7 @@ def _now():
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('hosts', 'report_dir', 'run_id', 'started_at', 'playbook'))
+    _VALID_ARGS = frozenset(('hosts', 'report_dir', 'run_id', 'started_at', 'playbook', 'history_db'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -65,12 +65,14 @@ class ActionModule(ActionBase):
             run_id=dict(type='str', required=True),
             started_at=dict(type='str'),
             playbook=dict(type='str', default='validate'),
+            history_db=dict(type='str'),
         ))
         hostvars = task_vars.get('hostvars') or {}
         # consistency.* findings of the hosts compared with each other (xuanwu.cluster.host_compare, once per run)
         group_findings = task_vars.get('xuanwu_group_findings') or {}
         entries = {}
         profiles = {}
+        resolved = {}
         secrets = []
         fail_on = {}
         for host in args['hosts']:
@@ -91,19 +93,25 @@ class ActionModule(ActionBase):
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
                 profiles[name] = path
+                resolved.setdefault(name, profile)
             if status is None or probe_error:
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
-                extra = [f for f in group_findings.get(host) or [] if f not in findings]
-                if extra:
-                    findings.extend(extra)
+                compared = [f for f in group_findings.get(host) or [] if f not in findings]
+                if compared:
+                    findings.extend(compared)
                     status = _findings.summarise(findings)['status']
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
+        # fleet thresholds and regressions, once per run (docs/fleet-history.md); '' switches the history off
+        history_db = os.path.join(args['report_dir'], 'history.sqlite') if args['history_db'] is None else (args['history_db'] or None)
+        extra, fleet = _fleet_step.judge(entries, resolved, history_db, args['run_id'])
+        entries = _fleet_step.with_findings(entries, extra)
         report = _report.build_report(
             run_id=args['run_id'], started_at=args['started_at'], finished_at=_now(),
             collection_version=_collection.version(), ansible_version=ANSIBLE_VERSION,
             playbook=args['playbook'], hosts=entries, profiles=profiles)
+        report['fleet'] = fleet
         # a secret of the environments may come back in a tool's output or a failure message
         report = _redact.redact(report, secrets)
         # the run id names a folder: made a safe file name (docs/report-format.md) so it stays in report_dir
@@ -124,6 +132,7 @@ class ActionModule(ActionBase):
             result['failed'] = True
             result['msg'] = 'cannot write the report to %s: %s' % (directory, err)
             return result
+        history_error = fleet['history_error'] or _fleet_step.record(history_db, report)
         reasons = []
         for host in report['summary']['failed_hosts']:
             entry = report['hosts'][host]
@@ -135,9 +144,11 @@ class ActionModule(ActionBase):
                         host, f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation')))
         gate, verdicts = _gate(report, fail_on)
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
-                      summary=report['summary'], failed_reasons=reasons,
+                      summary=report['summary'], failed_reasons=reasons, fleet_findings=extra,
                       # the gate play runs on these hosts only: a healthy fleet costs no task per host there
                       gate_hosts=gate, verdicts=verdicts)
+        if history_error:
+            result.update(failed=True, msg=history_error)
         return result
 
     def _host_results(self, hostvars, host):

@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
-    _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _links, _workloads,
+    _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _workloads,
 )
 
 _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
@@ -29,6 +29,8 @@ AREAS = (
      _checks.CONSISTENCY_CHECKS),
     ('Collective benchmark checks', 'xuanwu.cluster.workload_check kind nccl_tests (each nccl-tests run)',
      _collectives.CHECKS),
+    ('Fleet thresholds and history', 'xuanwu.cluster.validation_report, once per run on the controller, over the '
+     'nccl-tests figures of every host (plugins/module_utils/_fleet.py, docs/fleet-history.md)', _fleet.CHECKS),
     ('InfiniBand counters under load', 'xuanwu.cluster.workload_check kind link_counters', _links.CHECKS),
     ('Workload and run checks', 'xuanwu.cluster.workload_check (collectives, torch workloads, stages that did not run)',
      _workloads.CHECKS),

@@ -362,6 +362,35 @@ SCHEMA = {
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
             'values': _COLLECTIVE_CURVES,
         },
+        'fleet': {
+            'type': 'dict', 'description': ('Fleet thresholds (docs/fleet-history.md): per collective and size, the hosts of this profile '
+                                            'are held to median - k x MAD of its healthy hosts (status pass or warn) in the run. Left out: '
+                                            'no fleet threshold.'),
+            'keys': {
+                'k': {'type': 'float', 'default': 3.0, 'min': 0, 'description': 'How many MADs below the median a host may be.'},
+                'min_hosts': {'type': 'int', 'default': 8, 'min': 2,
+                              'description': 'Fewer healthy hosts with a figure: the fleet does not judge it, and the report says so.'},
+                'min_bytes': {'type': 'int', 'default': 1073741824, 'min': 1,
+                              'description': 'Sizes judged, bytes: from this size up (smaller ones are latency-bound and noisy).'},
+                'min_spread_share': {'type': 'float', 'default': 0.01, 'min': 0, 'max': 1,
+                                     'description': ('The MAD (scaled by 1.4826) is taken as at least this share of the median, so a fleet '
+                                                     'of near-identical figures does not fail a host for noise.')},
+                'runs': {'type': 'int', 'default': 0, 'min': 0, 'max': 100,
+                         'description': 'Also count the healthy hosts of the profile in this many earlier runs of the history database.'},
+            },
+        },
+        'history': {
+            'type': 'dict', 'description': ('Regression against each host\'s own history (the history database, docs/fleet-history.md). '
+                                            'Left out: no regression check (the run is still recorded).'),
+            'keys': {
+                'regression_max_share': {'type': 'float', 'default': 0.05, 'min': 0, 'max': 1,
+                                         'description': 'A host more than this share below the median of its own last runs fails.'},
+                'runs': {'type': 'int', 'default': 5, 'min': 1, 'max': 100, 'description': 'How many earlier healthy runs of the host make its baseline.'},
+                'min_runs': {'type': 'int', 'default': 3, 'min': 1, 'max': 100,
+                             'description': 'Fewer earlier runs with the figure: not judged, and the report says so.'},
+                'min_bytes': {'type': 'int', 'default': 1073741824, 'min': 1, 'description': 'Sizes judged, bytes: from this size up.'},
+            },
+        },
         'workloads': {
             'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, soak).',
             'keys': {

@@ -26,6 +26,8 @@ description:
     are made, M(xuanwu.cluster.node_validate); the environments of the hosts where a stage ran are read here).
   - A host without C(xuanwu_status) (unreachable, or failed before its checks) is reported with status C(error).
   - The report is written in check mode too, because it is the record of the run, kept on the controller.
+  - Once per run, the profiles' C(fleet) and C(history) settings judge every host's nccl-tests figures against the
+    healthy hosts of its profile and against its own earlier runs (C(docs/fleet-history.md)).
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
 options:
@@ -49,6 +51,15 @@ options:
     description: Name of the playbook, recorded in the report.
     type: str
     default: validate
+  history_db:
+    description:
+      - The run history, an SQLite file (schema in C(docs/fleet-history.md)); the run is recorded in it (a run id recorded
+        again replaces its rows), and the profiles' C(fleet) and C(history) settings judge the hosts' bus bandwidth
+        against the other hosts of their profile and against their own earlier runs, adding their findings before the
+        summary is built.
+      - Unset is O(report_dir)/C(history.sqlite); an empty string switches the history off. The file is made with mode
+        0600 (its folder 0700 when made). A file that cannot be used fails the task, after the report is written.
+    type: str
 '''
 
 EXAMPLES = r'''
@@ -87,6 +98,12 @@ gate_hosts:
   elements: str
 verdicts:
   description: For each host of RV(gate_hosts), the message the gate fails it with.
+  returned: success
+  type: dict
+fleet_findings:
+  description:
+    - The findings the fleet and history checks added, per host (only hosts that got one). They are in the report and
+      in RV(verdicts), so the gate fails those hosts.
   returned: success
   type: dict
 '''

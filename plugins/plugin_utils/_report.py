@@ -14,6 +14,7 @@ import re
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _fleet_step
 
 REPORT_SCHEMA_VERSION = 1
 STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
@@ -271,6 +272,7 @@ def render_markdown(report):
              '']
     if s['failed_hosts']:
         lines += ['Failed hosts: ' + ', '.join(_md_code(h) for h in s['failed_hosts']), '']
+    lines += _fleet_step.markdown(report.get('fleet'), _md)
     for host, entry in report['hosts'].items():
         fs = entry['facts_summary']
         lines += ['## %s — %s' % (_md(host), _md(entry['status'].upper())), '',
@@ -317,6 +319,7 @@ def render_html(report):
         out.append('<tr><td><a href="#%s">%s</a></td><td><span class="badge %s">%s</span></td><td>%d</td><td>%d</td><td>%s</td></tr>' % (
             e(host), e(host), e(entry['status']), e(entry['status']), entry['counts']['fail'], entry['counts']['warn'], e(str(entry['profile']))))
     out.append('</table>')
+    out += _fleet_step.html(report.get('fleet'), e)
     for host, entry in report['hosts'].items():
         fs = entry['facts_summary']
         out.append('<h2 id="%s">%s <span class="badge %s">%s</span></h2>' % (e(host), e(host), e(entry['status']), e(entry['status'].upper())))

@@ -24,7 +24,7 @@ def playbook(*args, **kw):
 
 
 def the_report(reports):
-    runs = os.listdir(str(reports))
+    runs = [d for d in os.listdir(str(reports)) if os.path.isdir(os.path.join(str(reports), d))]   # not history.sqlite
     assert len(runs) == 1, runs
     folder = os.path.join(str(reports), runs[0])
     with open(os.path.join(folder, 'report.json')) as handle:
@@ -147,7 +147,7 @@ def test_the_documented_command_line_forms_work(tmp_path, switch):
                        *forms)
     assert rc == 2, out[-4000:]
     assert 'must be of type' not in out and not any(name in out for name in INTERNAL_NAMES), out[-4000:]
-    assert os.listdir(str(reports)) == ['docs-forms']
+    assert sorted(os.listdir(str(reports))) == ['docs-forms', 'history.sqlite']
     # The switches are honoured as the booleans they name: the collectives stage runs on the healthy node only
     # when true, and there (a replayed node whose bundle holds no nccl-tests output) it is requested and not
     # measured, which fails the node, so the workloads of the later stage do not run on it.
@@ -332,6 +332,9 @@ def test_capture_writes_nothing_outside_its_destination(tmp_path):
     rc, out = playbook('-i', inv, 'playbooks/capture.yml', '-e', 'xuanwu_capture_dest=%s' % dest)
     assert rc == 0, out[-3000:]
     new = _files_under(tmp_path) - before
+    history = str(reports / 'history.sqlite')      # the run history next to the run folders (docs/fleet-history.md)
+    assert history in new
+    new.discard(history)
     assert new and all(path.startswith(str(dest) + os.sep) for path in new), sorted(new)
     folders = sorted(os.listdir(str(dest)))
     assert folders == sorted(safe_name(h) for h in HOSTILE_HOSTS) and len(set(folders)) == len(HOSTILE_HOSTS)
@@ -351,6 +354,9 @@ def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
     rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-e', 'xuanwu_run_id=../../escape')
     assert rc == 0, out[-3000:]
     new = _files_under(tmp_path) - before
+    history = str(reports / 'history.sqlite')      # the run history next to the run folders (docs/fleet-history.md)
+    assert history in new
+    new.discard(history)
     assert new and all(path.startswith(str(reports / safe_name('../../escape')) + os.sep) for path in new), sorted(new)
     folder, report = the_report(reports)
     assert set(report['hosts']) == set(hosts)
