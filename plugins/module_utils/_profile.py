@@ -250,6 +250,11 @@ SCHEMA = {
                                    'ran (read again at the end of validate.yml; see docs/checks.md, link_counters). {} turns it off.',
                     'key': {'type': 'str', 'description': 'sysfs counter name'},
                     'values': {'type': 'int', 'min': 0}},
+                'ib_write_bw_gbps_min': {
+                    'type': 'float', 'min': 0,
+                    'description': 'Minimum ib_write_bw (perftest) bandwidth between two nodes, Gb/s (the BW average of '
+                                   '`ib_write_bw --report_gbits`). Judged on every pair by playbooks/isolate.yml '
+                                   '(docs/isolation.md) as a second measurement; absent: ib_write_bw is not run.'},
             },
         },
         'network': {
@@ -361,6 +366,18 @@ SCHEMA = {
             'type': 'map', 'description': 'Expected bus bandwidth per collective of one job across the nodes of a group (mpirun, one rank per GPU).',
             'key': {'type': 'str', 'choices': list(COLLECTIVES), 'description': 'nccl-tests collective'},
             'values': _COLLECTIVE_CURVES,
+        },
+        'isolation': {
+            'type': 'dict', 'description': 'Bad-node isolation by rounds of node pairs (playbooks/isolate.yml, docs/isolation.md).',
+            'keys': {
+                'pair_busbw_gbps_min': {
+                    'type': 'float', 'min': 0,
+                    'description': 'The pair floor: a two-node nccl-tests run (mpirun, one rank per GPU) passes when its '
+                                   'busbw at the largest size reaches this, GB/s. Absent: the floor of the '
+                                   'collectives_multinode curve of the collective at the largest size.'},
+                'collective': {'type': 'str', 'default': 'all_reduce', 'choices': list(COLLECTIVES),
+                               'description': 'The nccl-tests collective each pair runs.'},
+            },
         },
         'workloads': {
             'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, soak).',

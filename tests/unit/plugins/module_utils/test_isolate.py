@@ -198,3 +198,15 @@ def test_ib_write_bw_is_a_second_measurement():
 def test_bad_host_lists_are_clear_errors(hosts):
     with pytest.raises(iso.IsolationError):
         iso.round1(hosts)
+
+
+def test_profile_takes_the_pair_floor_and_the_ib_write_bw_floor():
+    from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import validate_profile
+    from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+    base = {'schema_version': 1, 'name': 'p', 'infiniband': {'ports_min': 8, 'ib_write_bw_gbps_min': 360}}
+    profile = validate_profile(dict(base, isolation={'pair_busbw_gbps_min': 330.5}))
+    assert profile['isolation'] == {'pair_busbw_gbps_min': 330.5, 'collective': 'all_reduce'}
+    assert profile['infiniband']['ib_write_bw_gbps_min'] == 360
+    for bad in ({'pair_busbw_gbps_min': -1}, {'collective': 'all_reduse'}, {'pair_floor': 3}):
+        with pytest.raises(ProfileError):
+            validate_profile(dict(base, isolation=bad))
