@@ -28,6 +28,11 @@ __metaclass__ = type
 
 import random
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import busbw_by_size, threshold_for
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_ib import parse_ib_write_bw
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
+
 MEASUREMENTS = (
     ('busbw_gbps', 'nccl-tests bus bandwidth', 'GB/s'),
     ('ib_write_bw_gbps', 'ib_write_bw bandwidth', 'Gb/s'),
@@ -199,7 +204,14 @@ def verdict(hosts, results, floors):
                       'reason': '%s with %s under the floor while both passed against reference nodes' % (a, b)
                       if state == 'slow' else 'the run of %s with %s gave no figure while both passed against reference nodes' % (a, b),
                       'evidence': [_evidence(result, floors)] + [_evidence(later[h][2][2], floors) for h in (a, b)]})
+    status = dict((h, 'pass') for h in names)
+    for link in links:
+        for host in link['pair']:
+            status[host] = 'bad_link'
+    status.update((u['host'], 'inconclusive') for u in unsure)
+    status.update((b['host'], 'bad_node') for b in bad)
     return {
+        'host_status': status,
         'rounds': max([r.get('round', 0) for r in results] or [0]),
         'pair_runs': len(results),
         'floors': dict((k, floors.get(k)) for k, _w, _u in MEASUREMENTS),
@@ -209,6 +221,114 @@ def verdict(hosts, results, floors):
         'passed': [h for h in names if h not in flagged],
         'pairs': [_evidence(r, floors) for r in results],
     }
+
+
+_SIZE_UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}
+
+
+def floors_of(profile, max_bytes):
+    """The floors of a resolved profile: ``isolation.pair_busbw_gbps_min``, else the floor of the
+    ``collectives_multinode`` curve of the collective at ``max_bytes`` (nccl-tests -e: 8G, 512M, ...);
+    ``infiniband.ib_write_bw_gbps_min`` or None. Raises IsolationError when no pair floor is given."""
+    profile = profile or {}
+    section = profile.get('isolation') or {}
+    collective = section.get('collective') or 'all_reduce'
+    floor = section.get('pair_busbw_gbps_min')
+    if floor is None:
+        text = str(max_bytes).strip().upper()
+        unit = text[-1:] if text[-1:] in _SIZE_UNITS else ''
+        number = text[:-1] if unit else text
+        if not number.isdigit():
+            raise IsolationError('the largest message size must be like 8G, 512M or 1048576, got %r' % (max_bytes,))
+        curve = ((profile.get('collectives_multinode') or {}).get(collective) or {}).get('curve')
+        point = threshold_for(curve, int(number) * _SIZE_UNITS[unit]) if curve else None
+        if point is None:
+            raise IsolationError('the profile %r gives no pair floor: set isolation.pair_busbw_gbps_min, or a '
+                                 'collectives_multinode.%s curve point at or below %s' % (profile.get('name'), collective, max_bytes))
+        floor = point['busbw_gbps_min']
+    ib_floor = (profile.get('infiniband') or {}).get('ib_write_bw_gbps_min')
+    return {'busbw_gbps': float(floor), 'ib_write_bw_gbps': None if ib_floor is None else float(ib_floor), 'collective': collective}
+
+
+def _failed_run(run, what):
+    """Why a run gave no figure, or None when it ran."""
+    if not isinstance(run, dict):
+        return '%s did not run' % what
+    if run.get('skipped_reason') or run.get('skipped'):
+        return '%s not run: %s' % (what, run.get('skipped_reason') or 'skipped')
+    if run.get('timed_out'):
+        return '%s timed out after %s s' % (what, run.get('timeout_s'))
+    return None
+
+
+def _tail(run):
+    return ' '.join(str(run.get('output_tail') or '').split())[-300:]
+
+
+def pair_measurement(nccl_run, expected_ranks, ib_run=None):
+    """The figures of one pair run: ``{'busbw_gbps', 'ib_write_bw_gbps', 'error'}`` from the
+    workload_run results of nccl-tests (mpirun) and, when run, of the ib_write_bw client. The nccl
+    figure is the busbw (median over cycles) at the largest size; it counts only when the output has
+    the expected rank count (two nodes' GPUs), else it is not measured and the error says why."""
+    errors = []
+    busbw = None
+    why = _failed_run(nccl_run, 'nccl-tests')
+    if why is None:
+        try:
+            parsed = parse_nccl_tests(nccl_run.get('stdout') or '')
+        except ParseError as err:
+            parsed = None
+            errors.append('nccl-tests output not understood: %s; read: %r' % (err.reason, err.excerpt[:200]))
+        if parsed is not None:
+            sizes = busbw_by_size(parsed)
+            figures = [sizes[size] for size in sorted(sizes) if sizes[size] is not None]
+            if expected_ranks and parsed.get('nranks') != int(expected_ranks):
+                errors.append('nccl-tests ran %s rank(s), expected %s (two nodes x their GPUs)' % (parsed.get('nranks'), expected_ranks))
+            elif not figures:
+                errors.append('nccl-tests printed no bandwidth (exit %s): %s' % (nccl_run.get('exit_code'), _tail(nccl_run)))
+            else:
+                busbw = figures[-1]
+                if nccl_run.get('exit_code'):
+                    errors.append('nccl-tests exited %s after measuring' % nccl_run.get('exit_code'))
+    else:
+        errors.append(why)
+    result = {'busbw_gbps': busbw, 'ib_write_bw_gbps': None}
+    if ib_run is not None:
+        why = _failed_run(ib_run, 'ib_write_bw')
+        if why is None:
+            try:
+                result['ib_write_bw_gbps'] = parse_ib_write_bw(ib_run.get('stdout') or '')['bw_average_gbps']
+            except ParseError as err:
+                errors.append('ib_write_bw output not understood (exit %s): %s; read: %r' % (ib_run.get('exit_code'), err.reason,
+                                                                                             err.excerpt[:200]))
+        else:
+            errors.append(why)
+    result['error'] = '; '.join(errors) or None
+    return result
+
+
+def wave_results(found, round_no, wave_no, pairs):
+    """The results of a wave, one per planned pair: ``found[i]`` is what pair i's head node recorded
+    (None when the head failed or was unreachable: then not measured, with that as the error)."""
+    results = []
+    for index, pair in enumerate(pairs):
+        entry = found[index] if index < len(found) else None
+        if not isinstance(entry, dict) or entry.get('round') != round_no or entry.get('wave') != wave_no:
+            entry = {'busbw_gbps': None, 'ib_write_bw_gbps': None,
+                     'error': 'no result from the head node %s (it failed or was unreachable during the wave)' % pair[0]}
+        entry = dict(entry, round=round_no, wave=wave_no, pair=list(pair))
+        results.append(entry)
+    return results
+
+
+def plan_for_hosts(plan):
+    """``plan`` with ``assign``: {host: {"wave": [a, b]}} so that each host finds its pairs in O(1)."""
+    assign = {}
+    for wave_no, wave in enumerate(plan['waves'], 1):
+        for pair in wave:
+            for host in pair:
+                assign.setdefault(host, {})[str(wave_no)] = list(pair)
+    return dict(plan, assign=assign)
 
 
 def run(hosts, measure, floors, seed=None):
