@@ -278,7 +278,8 @@ def pair_measurement(nccl_run, expected_ranks, ib_run=None):
             parsed = parse_nccl_tests(nccl_run.get('stdout') or '')
         except ParseError as err:
             parsed = None
-            errors.append('nccl-tests output not understood: %s; read: %r' % (err.reason, err.excerpt[:200]))
+            errors.append('nccl-tests output not understood (exit %s): %s; output ends: %s' % (
+                nccl_run.get('exit_code'), err.reason, _tail(nccl_run) or '(nothing)'))
         if parsed is not None:
             sizes = busbw_by_size(parsed)
             figures = [sizes[size] for size in sorted(sizes) if sizes[size] is not None]
@@ -313,7 +314,8 @@ def wave_results(found, round_no, wave_no, pairs):
     results = []
     for index, pair in enumerate(pairs):
         entry = found[index] if index < len(found) else None
-        if not isinstance(entry, dict) or entry.get('round') != round_no or entry.get('wave') != wave_no:
+        # compared as text: a controller without native types templates numbers of a fact as strings
+        if not isinstance(entry, dict) or (str(entry.get('round')), str(entry.get('wave'))) != (str(round_no), str(wave_no)):
             entry = {'busbw_gbps': None, 'ib_write_bw_gbps': None,
                      'error': 'no result from the head node %s (it failed or was unreachable during the wave)' % pair[0]}
         entry = dict(entry, round=round_no, wave=wave_no, pair=list(pair))

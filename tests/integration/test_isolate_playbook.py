@@ -16,7 +16,7 @@ DERIVED = os.path.join(ROOT, 'tests', 'fixtures', 'derived')
 SIXTEEN = os.path.join(DERIVED, 'nccl', 'nccl-tests_all_reduce_perf_16-ranks.txt')   # busbw 365.15 GB/s at 8 GiB
 IB_CLIENT = os.path.join(DERIVED, 'ib_write_bw', 'client_report-gbits_ndr-392gbps.txt')
 IB_SERVER = os.path.join(DERIVED, 'ib_write_bw', 'server_mb-sec_ethernet.txt')
-HOSTS = ['node%d' % i for i in range(1, 6)]   # 5 hosts: round 1 has an odd host out
+HOSTS = ['node%d' % i for i in range(1, 6)]   # 5 hosts: round 1 has an odd host out (the other tests take 4: fewer waves)
 
 pytestmark = pytest.mark.skipif(__import__('shutil').which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
 
@@ -58,7 +58,7 @@ def python_double(path, body, **values):
     path.chmod(0o755)
 
 
-def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None):
+def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None, hosts=HOSTS):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     fabric = tmp_path / 'fabric.json'
@@ -71,7 +71,7 @@ def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None):
     if ib_floor:
         profile['infiniband'] = {'ports_min': 0, 'ib_write_bw_gbps_min': ib_floor}
     (tmp_path / 'pairs.yml').write_text(yaml.safe_dump(profile))
-    hosts = dict((h, {'xuanwu_ib_write_bw_args': ['-d', 'dev-' + h, '--report_gbits']}) for h in HOSTS)
+    hosts = dict((h, {'xuanwu_ib_write_bw_args': ['-d', 'dev-' + h, '--report_gbits']}) for h in hosts)
     inv = inventory(tmp_path, hosts, xuanwu_profile=str(tmp_path / 'pairs.yml'), xuanwu_nccl_tests_bin_dir=str(bindir),
                     xuanwu_mpirun=str(bindir / 'mpirun'), xuanwu_multinode_slots=8, xuanwu_ib_write_bw=str(bindir / 'ib_write_bw'))
     reports = tmp_path / 'reports'
@@ -91,7 +91,7 @@ def test_one_bad_node_is_found_in_three_rounds_and_reported(tmp_path):
     assert (verdict['bad_links'], verdict['inconclusive'], verdict['rounds']) == ([], [], 3)
     assert verdict['passed'] == [h for h in HOSTS if h != 'node4']
     # round 1: (1,2) (3,4), then the odd host 5 with 1; round 2: 3 and 4 against references; round 3: 4 again
-    assert pairs[:3] == ['node1 node2', 'node3 node4', 'node1 node5']
+    assert sorted(pairs[:2]) == ['node1 node2', 'node3 node4'] and pairs[2] == 'node1 node5'   # a wave's pairs run at once
     assert len(pairs) == verdict['pair_runs'] == 6
     slow = [p for p in verdict['bad_nodes'][0]['evidence'] if p['outcome'] == 'slow']
     assert all(abs(p['busbw_gbps'] - 182.58) < 0.02 and p['busbw_floor_gbps'] == 330.0 for p in slow), slow
@@ -106,7 +106,7 @@ def test_one_bad_node_is_found_in_three_rounds_and_reported(tmp_path):
 
 
 def test_a_bad_link_is_reported_as_a_link(tmp_path):
-    rc, out, folder, report, pairs = run_isolate(tmp_path, links=[['node3', 'node4']])
+    rc, out, folder, report, pairs = run_isolate(tmp_path, links=[['node3', 'node4']], hosts=HOSTS[:4])
     verdict = report['verdict']
     assert rc == 2, out[-4000:]
     assert verdict['bad_nodes'] == [] and verdict['inconclusive'] == []
@@ -116,14 +116,14 @@ def test_a_bad_link_is_reported_as_a_link(tmp_path):
 
 
 def test_all_healthy_passes_in_one_round(tmp_path):
-    rc, out, _folder, report, pairs = run_isolate(tmp_path)
+    rc, out, _folder, report, pairs = run_isolate(tmp_path, hosts=HOSTS[:4])
     assert rc == 0, out[-4000:]
-    assert report['verdict']['rounds'] == 1 and report['verdict']['passed'] == HOSTS and len(pairs) == 3
+    assert report['verdict']['rounds'] == 1 and report['verdict']['passed'] == HOSTS[:4] and sorted(pairs) == ['node1 node2', 'node3 node4']
 
 
 def test_ib_write_bw_is_a_second_measurement(tmp_path):
     """nccl-tests healthy everywhere; ib_write_bw slow on every pair of node2: node2 is the bad node."""
-    rc, out, _folder, report, _pairs = run_isolate(tmp_path, ib_bad=['node2'], ib_floor=350.0)
+    rc, out, _folder, report, _pairs = run_isolate(tmp_path, ib_bad=['node2'], ib_floor=350.0, hosts=HOSTS[:4])
     verdict = report['verdict']
     assert rc == 2, out[-4000:]
     assert [b['host'] for b in verdict['bad_nodes']] == ['node2'], verdict

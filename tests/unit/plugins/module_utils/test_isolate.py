@@ -210,3 +210,69 @@ def test_profile_takes_the_pair_floor_and_the_ib_write_bw_floor():
     for bad in ({'pair_busbw_gbps_min': -1}, {'collective': 'all_reduse'}, {'pair_floor': 3}):
         with pytest.raises(ProfileError):
             validate_profile(dict(base, isolation=bad))
+
+
+def _read(*parts):
+    with open(os.path.join(HERE, '..', '..', '..', 'fixtures', *parts)) as handle:
+        return handle.read()
+
+
+SIXTEEN = ('derived', 'nccl', 'nccl-tests_all_reduce_perf_16-ranks.txt')
+
+
+@pytest.mark.parametrize('run, ranks, ib, expected', [
+    ({'stdout': _read(*SIXTEEN), 'exit_code': 0}, 16, None, {'busbw_gbps': 365.15, 'ib_write_bw_gbps': None, 'error': None}),
+    ({'stdout': _read(*SIXTEEN), 'exit_code': 0}, 16, {'stdout': _read('derived', 'ib_write_bw', 'client_all-sizes_slow.txt')},
+     {'busbw_gbps': 365.15, 'ib_write_bw_gbps': 181.02, 'error': None}),
+    ({'stdout': _read(*SIXTEEN), 'exit_code': 0}, 8, None,
+     {'busbw_gbps': None, 'ib_write_bw_gbps': None, 'error': 'nccl-tests ran 16 rank(s), expected 8 (two nodes x their GPUs)'}),
+    ({'skipped_reason': 'check mode: would run mpirun'}, 16, None,
+     {'busbw_gbps': None, 'ib_write_bw_gbps': None, 'error': 'nccl-tests not run: check mode: would run mpirun'}),
+    ({'timed_out': True, 'timeout_s': 900, 'stdout': ''}, 16, None,
+     {'busbw_gbps': None, 'ib_write_bw_gbps': None, 'error': 'nccl-tests timed out after 900 s'}),
+    ({'stdout': '', 'exit_code': 1, 'output_tail': 'ORTE was unable to reliably start one or more daemons.'}, 16, None,
+     {'busbw_gbps': None, 'ib_write_bw_gbps': None,
+      'error': 'nccl-tests output not understood (exit 1): no nccl-tests header, result row or trailer found; '
+               'output ends: ORTE was unable to reliably start one or more daemons.'}),
+])
+def test_pair_measurement(run, ranks, ib, expected):
+    assert iso.pair_measurement(run, ranks, ib) == expected
+
+
+def test_pair_measurement_ib_write_bw_that_did_not_measure():
+    result = iso.pair_measurement({'stdout': _read(*SIXTEEN)}, 16, {'stdout': _read('derived', 'ib_write_bw', 'error_couldnt-connect.txt'),
+                                                                   'exit_code': 1})
+    assert result['ib_write_bw_gbps'] is None and 'ib_write_bw output not understood (exit 1): no result table' in result['error']
+
+
+def test_floors_from_the_profile_or_the_multinode_curve():
+    curve = {'all_reduce': {'curve': [{'min_bytes': 1 << 20, 'busbw_gbps_min': 100.0}, {'min_bytes': 1 << 30, 'busbw_gbps_min': 300.0}]}}
+    assert iso.floors_of({'isolation': {'pair_busbw_gbps_min': 330}}, '8G') == {
+        'busbw_gbps': 330.0, 'ib_write_bw_gbps': None, 'collective': 'all_reduce'}
+    assert iso.floors_of({'collectives_multinode': curve, 'infiniband': {'ib_write_bw_gbps_min': 360}}, '8G') == {
+        'busbw_gbps': 300.0, 'ib_write_bw_gbps': 360.0, 'collective': 'all_reduce'}
+    assert iso.floors_of({'collectives_multinode': curve}, '512M')['busbw_gbps'] == 100.0
+    with pytest.raises(iso.IsolationError, match='no pair floor'):
+        iso.floors_of({'name': 'bare'}, '8G')
+    with pytest.raises(iso.IsolationError, match='like 8G'):
+        iso.floors_of({'collectives_multinode': curve}, 'lots')
+
+
+def test_wave_results_fill_a_silent_head_as_not_measured():
+    found = [{'round': 2, 'wave': 1, 'busbw_gbps': 350.0, 'ib_write_bw_gbps': None, 'error': None},
+             None, {'round': 1, 'wave': 1, 'busbw_gbps': 350.0}]   # the last one is stale: an earlier round
+    results = iso.wave_results(found, 2, 1, [['a', 'b'], ['c', 'd'], ['e', 'f']])
+    assert [r['pair'] for r in results] == [['a', 'b'], ['c', 'd'], ['e', 'f']]
+    assert [r['busbw_gbps'] for r in results] == [350.0, None, None]
+    assert 'no result from the head node c' in results[1]['error'] and iso.outcome(results[2], FLOORS) == 'not_measured'
+
+
+def test_plan_for_hosts_gives_each_host_its_pairs():
+    plan = iso.plan_for_hosts({'round': 1, 'waves': iso.round1(names(5))})
+    assert plan['assign']['gpu000'] == {'1': ['gpu000', 'gpu001'], '2': ['gpu000', 'gpu004']}
+    assert plan['assign']['gpu003'] == {'1': ['gpu002', 'gpu003']}
+
+
+def test_wave_results_read_numbers_templated_as_text():
+    found = [{'round': '3', 'wave': '1', 'busbw_gbps': None, 'error': 'node1: Run across the nodes failed: boom'}]
+    assert iso.wave_results(found, 3, 1, [['node1', 'node2']])[0]['error'] == 'node1: Run across the nodes failed: boom'
