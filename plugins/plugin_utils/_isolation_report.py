@@ -39,8 +39,8 @@ def _pair_text(entry):
     parts = []
     for key, what, unit in MEASUREMENTS:
         if key in entry:
-            parts.append('%s %s %s (floor %s)' % (what, '-' if entry[key] is None else entry[key], unit,
-                                                 entry.get(key.replace('_gbps', '_floor_gbps'))))
+            value = '-' if entry[key] is None else entry[key]
+            parts.append('%s %s %s (floor %s)' % (what, value, unit, entry.get(key.replace('_gbps', '_floor_gbps'))))
     text = 'round %s: %s with %s, %s: %s' % (entry.get('round'), entry['pair'][0], entry['pair'][1], entry['outcome'], '; '.join(parts))
     if entry.get('error'):
         text += ' (%s)' % entry['error']

@@ -240,8 +240,8 @@ def test_pair_measurement(run, ranks, ib, expected):
 
 
 def test_pair_measurement_ib_write_bw_that_did_not_measure():
-    result = iso.pair_measurement({'stdout': _read(*SIXTEEN)}, 16, {'stdout': _read('derived', 'ib_write_bw', 'error_couldnt-connect.txt'),
-                                                                   'exit_code': 1})
+    ib_run = {'stdout': _read('derived', 'ib_write_bw', 'error_couldnt-connect.txt'), 'exit_code': 1}
+    result = iso.pair_measurement({'stdout': _read(*SIXTEEN)}, 16, ib_run)
     assert result['ib_write_bw_gbps'] is None and 'ib_write_bw output not understood (exit 1): no result table' in result['error']
 
 
