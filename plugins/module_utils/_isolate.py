@@ -173,26 +173,23 @@ def verdict(hosts, results, floors):
         seen = later.get(host, {})
         second, third = seen.get(2), seen.get(3)
         evidence = involving.get(host, [])
+        target, reason = unsure, None
         if not references:
-            unsure.append({'host': host, 'reason': 'no reference node: every pair of round 1 failed (a fabric-wide fault, '
-                                                     'or a floor above what the fabric gives)', 'evidence': evidence})
+            reason = 'no reference node: every pair of round 1 failed (a fabric-wide fault, or a floor above what the fabric gives)'
         elif second is None:
-            unsure.append({'host': host, 'reason': 'not tested against a reference node', 'evidence': evidence})
+            reason = 'not tested against a reference node'
         elif second[0] == 'pass':
             continue
         elif third is None:
-            unsure.append({'host': host, 'reason': 'slow against %s in round 2 and not confirmed in round 3' % second[1],
-                           'evidence': evidence})
+            reason = 'slow against %s in round 2 and not confirmed in round 3' % second[1]
         elif third[0] == 'pass':
-            unsure.append({'host': host, 'reason': 'failed against %s (round 2) but passed against %s (round 3): an '
-                                                     'intermittent fault or a bad link to %s' % (second[1], third[1], second[1]),
-                           'evidence': evidence})
+            reason = ('failed against %s (round 2) but passed against %s (round 3): an intermittent fault or a bad link to %s'
+                      % (second[1], third[1], second[1]))
         elif second[0] == 'not_measured' and third[0] == 'not_measured':
-            unsure.append({'host': host, 'reason': 'no figure from its pairs with %s and %s: the runs failed (see the errors)'
-                                                     % (second[1], third[1]), 'evidence': evidence})
+            reason = 'no figure from its pairs with %s and %s: the runs failed (see the errors)' % (second[1], third[1])
         else:
-            bad.append({'host': host, 'reason': 'failed against two reference nodes: %s (round 2) and %s (round 3)'
-                                                % (second[1], third[1]), 'evidence': evidence})
+            target, reason = bad, 'failed against two reference nodes: %s (round 2) and %s (round 3)' % (second[1], third[1])
+        target.append({'host': host, 'reason': reason, 'evidence': evidence})
     flagged = set(e['host'] for e in bad) | set(e['host'] for e in unsure)
     links = []
     for result in _by_round(results, 1):
