@@ -6,8 +6,9 @@
 * :func:`parse_ibstat` reads ``ibstat`` (infiniband-diags).
 * :func:`parse_ib_counters` reads ``grep -H . /sys/class/infiniband/*/ports/*/counters/*
   /sys/class/infiniband/*/ports/*/hw_counters/*``.
+* :func:`parse_ib_write_bw` reads the report of ``ib_write_bw`` (perftest), server or client side.
 
-Both raise :class:`ParseError` on text that is not what the tool prints and nothing else.
+All raise :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -207,4 +208,68 @@ def parse_ib_counters(text):
         number = int_from_text(value, 'ib counters', '%s/%s counter %s' % (ca_name, port, counter), text)
         port = str(int_from_text(port, 'ib counters', 'port number', text, high=255))
         result.setdefault(ca_name, {}).setdefault(port, {})[counter] = number
+    return result
+
+
+_BW_HEADER_RE = re.compile(r'^#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(Gb|MB)/sec\]\s+MsgRate\[Mpps\]')
+_BW_ROW_RE = re.compile(r'^([0-9]+)\s+([0-9]+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$')
+_BW_INFO_RE = re.compile(r'([A-Za-z][A-Za-z .*/]*?)\s*:\s*(\S[^\t]*?)\s*(?=\t|$)')
+_BW_INFO_KEYS = {'device': 'device', 'link type': 'link_type', 'transport type': 'transport_type',
+                 'connection type': 'connection_type', 'number of qps': 'qps', 'mtu': 'mtu'}
+# perftest reports MB/sec in 2^20 bytes per second, Gb/sec (--report_gbits) in 10^9 bits per second
+_MB_TO_GBITS = 1048576 * 8 / 1e9
+
+
+def parse_ib_write_bw(text):
+    """Parse the report of ``ib_write_bw`` (perftest; server or client, one size or ``-a``).
+
+    Returns ``{test, device, link_type, transport_type, connection_type, qps, mtu, unit: 'Gb/sec' |
+    'MB/sec', rows: [{size_bytes, iterations, bw_peak, bw_average, msg_rate_mpps}],
+    bw_average_gbps}``. ``bw_peak``/``bw_average`` are in ``unit``; ``bw_average_gbps`` is the average
+    of the largest size in Gb/s (MB/sec is 2^20 bytes/s in perftest). A field not printed is None.
+
+    Text without the result table (the run failed before measuring: "Couldn't connect", "Unable to
+    open file", ...) or with a row that is not numbers raises :class:`ParseError` that quotes it.
+    """
+    lines = _lines(text, 'ib_write_bw')
+    result = dict((key, None) for key in _BW_INFO_KEYS.values())
+    result.update(test=None, unit=None, rows=[], bw_average_gbps=None)
+    in_table = False
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.endswith('BW Test') and result['test'] is None:
+            result['test'] = line
+            continue
+        match = _BW_HEADER_RE.match(line)
+        if match:
+            result['unit'] = match.group(2) + '/sec'
+            in_table = True
+            continue
+        if in_table:
+            if line.startswith('---'):
+                in_table = False
+                continue
+            match = _BW_ROW_RE.match(line)
+            if not match:
+                raise ParseError('ib_write_bw', 'not a result row: %r' % line[:120], text)
+            size, iterations, peak, average, rate = match.groups()
+            result['rows'].append({
+                'size_bytes': int_from_text(size, 'ib_write_bw', '#bytes', text),
+                'iterations': int_from_text(iterations, 'ib_write_bw', '#iterations', text),
+                'bw_peak': float_from_text(peak, 'ib_write_bw', 'BW peak', text, low=0),
+                'bw_average': float_from_text(average, 'ib_write_bw', 'BW average', text, low=0),
+                'msg_rate_mpps': float_from_text(rate, 'ib_write_bw', 'MsgRate', text, low=0),
+            })
+            continue
+        for key, value in _BW_INFO_RE.findall(line):
+            name = _BW_INFO_KEYS.get(key.strip().lower())
+            if name and result[name] is None:
+                result[name] = int_from_text(value, 'ib_write_bw', key, text) if name == 'qps' else value
+    if not result['rows']:
+        raise ParseError('ib_write_bw', 'no result table (#bytes #iterations BW peak ...): the run did not measure', text)
+    largest = max(result['rows'], key=lambda row: row['size_bytes'])
+    factor = 1.0 if result['unit'] == 'Gb/sec' else _MB_TO_GBITS
+    result['bw_average_gbps'] = round(largest['bw_average'] * factor, 2)
     return result

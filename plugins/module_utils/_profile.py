@@ -250,6 +250,11 @@ SCHEMA = {
                                    'ran (read again at the end of validate.yml; see docs/checks.md, link_counters). {} turns it off.',
                     'key': {'type': 'str', 'description': 'sysfs counter name'},
                     'values': {'type': 'int', 'min': 0}},
+                'ib_write_bw_gbps_min': {
+                    'type': 'float', 'min': 0,
+                    'description': 'Minimum ib_write_bw (perftest) bandwidth between two nodes, Gb/s (the BW average of '
+                                   '`ib_write_bw --report_gbits`). Judged on every pair by playbooks/isolate.yml '
+                                   '(docs/isolation.md) as a second measurement; absent: ib_write_bw is not run.'},
             },
         },
         'network': {
@@ -389,6 +394,18 @@ SCHEMA = {
                 'min_runs': {'type': 'int', 'default': 3, 'min': 1, 'max': 100,
                              'description': 'Fewer earlier runs with the figure: not judged, and the report says so.'},
                 'min_bytes': {'type': 'int', 'default': 1073741824, 'min': 1, 'description': 'Sizes judged, bytes: from this size up.'},
+            },
+        },
+        'isolation': {
+            'type': 'dict', 'description': 'Bad-node isolation by rounds of node pairs (playbooks/isolate.yml, docs/isolation.md).',
+            'keys': {
+                'pair_busbw_gbps_min': {
+                    'type': 'float', 'min': 0,
+                    'description': 'The pair floor: a two-node nccl-tests run (mpirun, one rank per GPU) passes when its '
+                                   'busbw at the largest size reaches this, GB/s. Absent: the floor of the '
+                                   'collectives_multinode curve of the collective at the largest size.'},
+                'collective': {'type': 'str', 'default': 'all_reduce', 'choices': list(COLLECTIVES),
+                               'description': 'The nccl-tests collective each pair runs.'},
             },
         },
         'workloads': {

@@ -40,6 +40,7 @@ CORPUS = {
                       ["CA 'mlx4_0'\n\tCA type: MT4099\n\tPort 1:\n\t\tState: Active\n\t\tRate: 2.5\n"
                        "ibpanic: [1] main: stat of IB device 'mlx5_8' failed\n"], dict),
     ib.parse_ib_counters: (_derived('ib', 'ib_counters_'), [], dict),
+    ib.parse_ib_write_bw: (_derived('ib_write_bw', 'client_') + _derived('ib_write_bw', 'server_'), [], dict),
     net.parse_ip_link: ([os.path.join(VM, 'ip_-j_link_show.json')] + _derived('net', 'ip_-j_'), [], dict),
     net.parse_ethtool: ([os.path.join(VM, 'ethtool_eth0.txt')] + _derived('net', 'ethtool_ens'), [], dict),
     net.parse_ethtool_driver: ([os.path.join(VM, 'ethtool_-i_eth0.txt')] + _derived('net', 'ethtool_-i_'), [], dict),

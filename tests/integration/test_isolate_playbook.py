@@ -1,0 +1,132 @@
+"""Integration: playbooks/isolate.yml over local hosts with test doubles for mpirun and ib_write_bw. The mpirun
+double reads the hostfile it is given and prints the real-shaped 16-rank nccl-tests output (2 nodes x 8 GPUs)
+with every bandwidth scaled by a factor that depends on the two hosts of the pair: a bad node halves every pair
+it is in, a bad link one pair."""
+import json
+import os
+import sys
+
+import pytest
+import yaml
+
+from test_collectives_workloads import inventory, write_test_double
+from test_validate_playbook import ROOT, playbook
+
+DERIVED = os.path.join(ROOT, 'tests', 'fixtures', 'derived')
+SIXTEEN = os.path.join(DERIVED, 'nccl', 'nccl-tests_all_reduce_perf_16-ranks.txt')   # busbw 365.15 GB/s at 8 GiB
+IB_CLIENT = os.path.join(DERIVED, 'ib_write_bw', 'client_report-gbits_ndr-392gbps.txt')
+IB_SERVER = os.path.join(DERIVED, 'ib_write_bw', 'server_mb-sec_ethernet.txt')
+HOSTS = ['node%d' % i for i in range(1, 6)]   # 5 hosts: round 1 has an odd host out (the other tests take 4: fewer waves)
+
+pytestmark = pytest.mark.skipif(__import__('shutil').which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
+
+FAKE_MPIRUN = r'''
+import json, sys
+sys.path.insert(0, %(tests)r)
+from nccl_text import scaled
+args = sys.argv[1:]
+hosts = [line.split()[0] for line in open(args[args.index('--hostfile') + 1]) if line.strip() and not line.startswith('#')]
+fabric = json.load(open(%(fabric)r))
+factor = 1.0
+for host in hosts:
+    if host in fabric['bad']:
+        factor = min(factor, 0.5)
+if sorted(hosts) in [sorted(link) for link in fabric['links']]:
+    factor = min(factor, 0.55)
+with open(%(log)r, 'a') as log:
+    log.write(' '.join(sorted(hosts)) + '\n')
+sys.stdout.write(scaled(open(%(capture)r).read(), factor))
+'''
+
+FAKE_IB_WRITE_BW = r'''
+import json, sys
+args = sys.argv[1:]
+me = args[args.index('-d') + 1][len('dev-'):]
+port = args.index('-p')
+if len(args) == port + 2:        # server: no peer address after the port
+    sys.stdout.write(open(%(server)r).read())
+    sys.exit(0)
+peer = args[-1]
+fabric = json.load(open(%(fabric)r))
+slow = me in fabric['ib_bad'] or peer in fabric['ib_bad']
+sys.stdout.write(open(%(client)r).read().replace('392.41', '180.20' if slow else '392.41'))
+'''
+
+
+def python_double(path, body, **values):
+    path.write_text('#!%s\n# test double: stands in for the real tool in tests\n%s' % (sys.executable, body % values))
+    path.chmod(0o755)
+
+
+def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None, hosts=HOSTS):
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    fabric = tmp_path / 'fabric.json'
+    fabric.write_text(json.dumps({'bad': list(bad), 'links': [list(link) for link in links], 'ib_bad': list(ib_bad)}))
+    log = tmp_path / 'pairs.log'
+    python_double(bindir / 'mpirun', FAKE_MPIRUN, tests=os.path.join(ROOT, 'tests'), fabric=str(fabric), log=str(log), capture=SIXTEEN)
+    python_double(bindir / 'ib_write_bw', FAKE_IB_WRITE_BW, fabric=str(fabric), server=IB_SERVER, client=IB_CLIENT)
+    write_test_double(bindir / 'all_reduce_perf', 'exit 0\n')
+    profile = {'schema_version': 1, 'name': 'pairs', 'isolation': {'pair_busbw_gbps_min': 330.0}}
+    if ib_floor:
+        profile['infiniband'] = {'ports_min': 0, 'ib_write_bw_gbps_min': ib_floor}
+    (tmp_path / 'pairs.yml').write_text(yaml.safe_dump(profile))
+    hosts = dict((h, {'xuanwu_ib_write_bw_args': ['-d', 'dev-' + h, '--report_gbits']}) for h in hosts)
+    inv = inventory(tmp_path, hosts, xuanwu_profile=str(tmp_path / 'pairs.yml'), xuanwu_nccl_tests_bin_dir=str(bindir),
+                    xuanwu_mpirun=str(bindir / 'mpirun'), xuanwu_multinode_slots=8, xuanwu_ib_write_bw=str(bindir / 'ib_write_bw'))
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/isolate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, timeout=900)
+    runs = os.listdir(str(reports)) if reports.exists() else []
+    assert len(runs) == 1, out[-4000:]
+    folder = reports / runs[0]
+    assert (folder / 'isolation.json').exists(), out[-6000:]
+    return rc, out, folder, json.loads((folder / 'isolation.json').read_text()), log.read_text().splitlines()
+
+
+def test_one_bad_node_is_found_in_three_rounds_and_reported(tmp_path):
+    rc, out, folder, report, pairs = run_isolate(tmp_path, bad=['node4'])
+    verdict = report['verdict']
+    assert rc == 2, out[-4000:]
+    assert [b['host'] for b in verdict['bad_nodes']] == ['node4'], verdict
+    assert (verdict['bad_links'], verdict['inconclusive'], verdict['rounds']) == ([], [], 3)
+    assert verdict['passed'] == [h for h in HOSTS if h != 'node4']
+    # round 1: (1,2) (3,4), then the odd host 5 with 1; round 2: 3 and 4 against references; round 3: 4 again
+    assert sorted(pairs[:2]) == ['node1 node2', 'node3 node4'] and pairs[2] == 'node1 node5'   # a wave's pairs run at once
+    assert len(pairs) == verdict['pair_runs'] == 6
+    slow = [p for p in verdict['bad_nodes'][0]['evidence'] if p['outcome'] == 'slow']
+    assert all(abs(p['busbw_gbps'] - 182.58) < 0.02 and p['busbw_floor_gbps'] == 330.0 for p in slow), slow
+    svg = (folder / 'isolation-heatmap.svg').read_text()
+    assert svg.startswith('<svg') and svg.count('<rect') == 1 + 2 * 6 + 5   # frame, both halves of 7 pairs, legend
+    html = (folder / 'report.html').read_text()
+    assert '<svg' in html and 'node4' in html
+    md = (folder / 'report.md').read_text()
+    assert '## Bad nodes' in md and '**node4**' in md
+    assert 'node4: bad node after bad-node isolation' in out
+    assert (folder / 'multinode' / 'node3+node4-all_reduce-hostfile').exists()
+
+
+def test_a_bad_link_is_reported_as_a_link(tmp_path):
+    rc, out, folder, report, pairs = run_isolate(tmp_path, links=[['node3', 'node4']], hosts=HOSTS[:4])
+    verdict = report['verdict']
+    assert rc == 2, out[-4000:]
+    assert verdict['bad_nodes'] == [] and verdict['inconclusive'] == []
+    assert [link['pair'] for link in verdict['bad_links']] == [['node3', 'node4']]
+    assert verdict['rounds'] == 2 and verdict['host_status']['node3'] == 'bad_link'
+    assert 'node3 with node4' in (folder / 'report.md').read_text()
+
+
+def test_all_healthy_passes_in_one_round(tmp_path):
+    rc, out, _folder, report, pairs = run_isolate(tmp_path, hosts=HOSTS[:4])
+    assert rc == 0, out[-4000:]
+    assert report['verdict']['rounds'] == 1 and report['verdict']['passed'] == HOSTS[:4] and sorted(pairs) == ['node1 node2', 'node3 node4']
+
+
+def test_ib_write_bw_is_a_second_measurement(tmp_path):
+    """nccl-tests healthy everywhere; ib_write_bw slow on every pair of node2: node2 is the bad node."""
+    rc, out, _folder, report, _pairs = run_isolate(tmp_path, ib_bad=['node2'], ib_floor=350.0, hosts=HOSTS[:4])
+    verdict = report['verdict']
+    assert rc == 2, out[-4000:]
+    assert [b['host'] for b in verdict['bad_nodes']] == ['node2'], verdict
+    first = verdict['pairs'][0]
+    assert (first['pair'], first['ib_write_bw_gbps'], first['ib_write_bw_floor_gbps']) == (['node1', 'node2'], 180.2, 350.0)
+    assert verdict['pairs'][1]['ib_write_bw_gbps'] == 392.41

@@ -1,0 +1,47 @@
+"""The isolation report: heatmap cells, colours, escaping of every name, the sections of report.md/html."""
+import json
+import xml.etree.ElementTree as ET
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _isolate as iso
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _isolation_report as rep
+
+FLOORS = {'busbw_gbps': 330.0, 'ib_write_bw_gbps': None}
+EVIL = '<b>&"x|`y`'
+HOSTS = ['n1', 'n2', 'n3', EVIL]
+
+
+def _report():
+    def measure(pair, _round, _wave):
+        if 'n3' in pair:
+            return {'busbw_gbps': 180.0}
+        return {'busbw_gbps': 360.0}
+    verdict = iso.run(HOSTS, measure, FLOORS)
+    return {'run_id': 'r<1>', 'started_at': 's', 'finished_at': 'f', 'playbook': 'isolate', 'hosts': HOSTS, 'verdict': verdict}
+
+
+def test_heatmap_is_valid_svg_with_escaped_labels_and_one_cell_per_half_pair():
+    report = _report()
+    svg = rep.heatmap_svg(report['verdict'], HOSTS)
+    root = ET.fromstring(svg)                       # well-formed: every name escaped
+    texts = [t.text for t in root.iter('{http://www.w3.org/2000/svg}text')]
+    assert EVIL in texts and '<b>' not in svg
+    cells = [r for r in root.iter('{http://www.w3.org/2000/svg}rect') if r.find('{http://www.w3.org/2000/svg}title') is not None]
+    assert len(cells) == 2 * report['verdict']['pair_runs']
+    slow = [c for c in cells if 'n3' in c.find('{http://www.w3.org/2000/svg}title').text]
+    assert slow and all(c.get('fill') == rep.colour(180.0 / 330.0) for c in slow)
+
+
+def test_colours_under_and_over_the_floor():
+    assert rep.colour(0.5) == '#b2182b' and rep.colour(1.2) == '#1a9641' and rep.colour(1.0) == '#a6d96a'
+    assert rep.colour(None) == '#8c8c8c' and rep.colour(0.1) == rep.colour(0.5)
+
+
+def test_report_files_name_the_bad_node_with_evidence_and_escape_names():
+    files = rep.render_all(_report())
+    assert sorted(files) == ['isolation-heatmap.svg', 'isolation.json', 'report.html', 'report.md']
+    data = json.loads(files['isolation.json'])
+    assert [b['host'] for b in data['verdict']['bad_nodes']] == ['n3']
+    md = files['report.md']
+    assert '**n3**' in md and 'round 2: ' in md and '180.0 GB/s (floor 330.0)' in md and EVIL not in md
+    page = files['report.html']
+    assert '<svg' in page and EVIL not in page and 'r&lt;1&gt;' in page
