@@ -16,18 +16,15 @@ from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('facts', 'profile', 'fail_on', 'job_ports', 'job_env', 'job_mpirun_args'))
+    _VALID_ARGS = frozenset(('facts', 'profile') + tuple(_node.VERDICT_ARGUMENT_SPEC))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=dict(
+            _node.VERDICT_ARGUMENT_SPEC,
             facts=dict(type='dict'),
             profile=dict(type='dict'),
-            fail_on=dict(type='str', default='fail', choices=['fail', 'warn']),
-            job_ports=dict(type='list', elements='raw', default=[]),
-            job_env=dict(type='dict', default={}),
-            job_mpirun_args=dict(type='list', elements='str', default=[]),
         ))
         host = task_vars.get('inventory_hostname')
         facts = args['facts'] if args['facts'] is not None else self._templar.template(task_vars.get('xuanwu_facts'))

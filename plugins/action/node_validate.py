@@ -51,8 +51,8 @@ def _flags(facts, profile, status, stages):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(PROBE_ARGS + ('profile', 'overrides', 'profile_dirs', 'fail_on', 'job_ports', 'job_env',
-                                          'job_mpirun_args', 'redact_env_keys', 'consistency', 'stages'))
+    _VALID_ARGS = frozenset(PROBE_ARGS + tuple(_node.VERDICT_ARGUMENT_SPEC)
+                            + ('profile', 'overrides', 'profile_dirs', 'redact_env_keys', 'consistency', 'stages'))
 
     def _probe(self, probe_args, task_vars):
         """``(facts, error)``: the node's facts, or why there are none."""
@@ -75,6 +75,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=dict(
+            _node.VERDICT_ARGUMENT_SPEC,
             gather=dict(type='list', elements='str', default=['all']),
             interfaces=dict(type='list', elements='str', default=[]),
             disk_paths=dict(type='list', elements='str', default=['/']),
@@ -84,10 +85,6 @@ class ActionModule(ActionBase):
             profile=dict(type='raw', required=True),
             overrides=dict(type='raw', default={}),
             profile_dirs=dict(type='raw', default=[]),
-            fail_on=dict(type='str', default='fail', choices=['fail', 'warn']),
-            job_ports=dict(type='list', elements='raw', default=[]),
-            job_env=dict(type='dict', default={}),
-            job_mpirun_args=dict(type='list', elements='str', default=[]),
             redact_env_keys=dict(type='list', elements='str', default=[]),
             consistency=dict(type='raw', default=True),
             stages=dict(type='dict', default={}),

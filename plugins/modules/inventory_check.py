@@ -22,13 +22,6 @@ description:
     is resolved once.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
 options:
   hosts:
     description: The hosts to validate (usually C(ansible_play_hosts_all)).

@@ -23,6 +23,7 @@ description:
   - The task itself does not fail on findings; it sets C(xuanwu_findings) and C(xuanwu_status).
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
+  - xuanwu.cluster.verdict
 options:
   facts:
     description: The facts to check. Defaults to the host's C(xuanwu_facts).
@@ -30,31 +31,6 @@ options:
   profile:
     description: The resolved profile. Defaults to the host's C(xuanwu_profile_resolved).
     type: dict
-  fail_on:
-    description: Lowest severity listed in RV(failing).
-    type: str
-    choices: [fail, warn]
-    default: fail
-  job_ports:
-    description:
-      - Ports the job will listen on (the torchrun rendezvous / MASTER_PORT and any other), numbers or
-        C(PORT/tcp|udp); they are checked like the profile's C(host.ports_must_be_free).
-    type: list
-    elements: raw
-    default: []
-  job_env:
-    description:
-      - The job's environment; the ports in C(MASTER_PORT), C(NCCL_COMM_ID=host:port),
-        C(OMPI_MCA_oob_tcp_static_ipv4_ports) and C(OMPI_MCA_btl_tcp_port_min_v4) must be free too.
-    type: dict
-    default: {}
-  job_mpirun_args:
-    description:
-      - The job's mpirun arguments; the ports of C(--mca oob_tcp_static_ipv4_ports) and
-        C(--mca btl_tcp_port_min_v4) must be free too.
-    type: list
-    elements: str
-    default: []
 seealso:
   - module: xuanwu.cluster.node_validate
   - module: xuanwu.cluster.host_compare

@@ -28,14 +28,12 @@ description:
     findings before they are set.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
+  - xuanwu.cluster.verdict
 attributes:
   check_mode:
     support: full
     description: Can run in check_mode and return changed status prediction without modifying target.
     details: The probes only read.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
 options:
   profile:
     description: Profile name (for example C(h200x4-nvlink)) or path to a profile file.
@@ -74,25 +72,6 @@ options:
     default: 60
   nccl_library_globs:
     description: Extra glob patterns where C(libnccl.so.2) may be found.
-    type: list
-    elements: str
-    default: []
-  fail_on:
-    description: Lowest severity listed in RV(failing).
-    type: str
-    choices: [fail, warn]
-    default: fail
-  job_ports:
-    description: Ports the job will listen on; they must be free (as in M(xuanwu.cluster.node_check)).
-    type: list
-    elements: raw
-    default: []
-  job_env:
-    description: The job's environment; its ports must be free too (as in M(xuanwu.cluster.node_check)).
-    type: dict
-    default: {}
-  job_mpirun_args:
-    description: The job's mpirun arguments; their ports must be free too (as in M(xuanwu.cluster.node_check)).
     type: list
     elements: str
     default: []

@@ -14,6 +14,14 @@ __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _findings, _hygiene, _judge
 
+# The arguments of a host's verdict (documented by the doc fragment xuanwu.cluster.verdict).
+VERDICT_ARGUMENT_SPEC = dict(
+    fail_on=dict(type='str', default='fail', choices=['fail', 'warn']),
+    job_ports=dict(type='list', elements='raw', default=[]),
+    job_env=dict(type='dict', default={}),
+    job_mpirun_args=dict(type='list', elements='str', default=[]),
+)
+
 # The facts compared between the hosts of one profile (consistency.<key>).
 CONSISTENCY_KEYS = _checks.DEFAULT_GROUP_KEYS
 
