@@ -90,6 +90,9 @@ def _mask_keys(data, secrets):
         return out
     if isinstance(data, list):
         return [_mask_keys(v, secrets) for v in data]
+    if isinstance(data, str):
+        # the password of a URL (masked by redact below) is a secret wherever else it appears
+        secrets.extend(_redact.secret_values({'value': data}))
     return data
 
 
