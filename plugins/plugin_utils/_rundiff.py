@@ -192,13 +192,16 @@ def render_text(result):
                 lines.append('  %s  new:   %s' % (host, check))
             for check in entry['fixed']:
                 lines.append('  %s  fixed: %s' % (host, check))
-    rows = [r for r in result['busbw'] if r['a'] != r['b']]
+    rows = [r for r in result['busbw'] if r['counted']]
     if rows:
         lines.append('bus bandwidth (GB/s, out-of-place):')
         for r in rows:
             change = '' if r['change'] is None else ' (%+.1f%%)' % (100 * r['change'])
-            lines.append('  %s  %s  %s: %s -> %s%s%s' % (r['host'], r['collective'], _size(r['size_bytes']), _value(r['a']),
-                                                          _value(r['b']), change, '' if r['counted'] else ', within tolerance'))
+            lines.append('  %s  %s  %s: %s -> %s%s' % (r['host'], r['collective'], _size(r['size_bytes']), _value(r['a']),
+                                                       _value(r['b']), change))
+    quiet = [r for r in result['busbw'] if not r['counted'] and r['a'] != r['b']]
+    if quiet:
+        lines.append('bus bandwidth: %d other size(s) changed within the tolerance (--json lists them)' % len(quiet))
     lines.append('%d difference(s)' % result['differences'] if result['differences'] else 'no difference')
     return '\n'.join(lines) + '\n'
 
