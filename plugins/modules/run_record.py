@@ -17,14 +17,14 @@ description:
     what is redacted and how a rollout resumes are described in C(docs/run-record.md).
   - O(step=start) makes O(runs_dir)/O(run_id)/ (mode 0750; files 0640) and writes C(inventory.yml) (every host's inventory
     variables, secrets masked), C(profiles/<name>.yml) (each profile used, once), C(hostfile), C(nccl-env.txt) (masked),
-    C(meta.json) and C(state.json). When C(state.json) exists (the same run id: a resumed rollout) it is kept, the
+    C(meta.json) and C(state.json). When C(state.json) exists (the same run id, a resumed rollout) it is kept, the
     resumption is added to C(meta.json) and RV(resumed) is true.
   - O(step=batch) appends the batch and each host's outcome to C(state.json) and the versions read from each host's
     C(xuanwu_facts) to C(versions.json); both are replaced atomically (a temporary file and a rename).
   - O(step=finish) copies the run's report folder (O(reports_dir)/O(run_id)/) into C(reports/), the part of the Ansible
     log (C(log_path)) written since the run started into C(ansible.log) (secret assignments masked), and writes the
     run's end into C(state.json).
-  - In check mode the record is written too, as the record of the plan, but under C(runs/<run id>/check/): a rehearsal
+  - In check mode the record is written too, as the record of the plan, but under C(runs/<run id>/check/); a rehearsal
     starts from the real run's state (so RV(remaining_hosts) shows what a real run would skip) and never changes it.
   - Secrets never reach a file of the record; inventory variables named like C(password), C(passwd), C(passphrase),
     C(secret), C(token), C(credential), C(api_key), C(private_key) or ending in C(_pass) are masked (C(***)) at any depth,
