@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Test double of Slurm's ``scontrol`` and ``sinfo`` (the name it is called by decides which), for the
+scheduler role's integration tests. Not Slurm: it keeps the nodes in ``slurm-double-state.json`` next to
+itself and logs every call to ``slurm-double-calls.jsonl`` there.
+
+State: ``{"nodes": {NAME: {"state": "IDLE", "reason": "", "partitions": ["gpu"], "jobs_for_reads": N}}}``.
+A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads of a drained node happen;
+-1 means the jobs never end. Output shapes follow Slurm 22.05 (``scontrol --oneliner show node``,
+``sinfo -h -N -o %N|%P|%T``); only what the role uses is implemented.
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATE = os.path.join(HERE, 'slurm-double-state.json')
+CALLS = os.path.join(HERE, 'slurm-double-calls.jsonl')
+
+
+def load():
+    with open(STATE) as handle:
+        return json.load(handle)
+
+
+def save(state):
+    with open(STATE, 'w') as handle:
+        json.dump(state, handle, indent=2)
+
+
+def flags(node):
+    return node['state'].split('+')
+
+
+def show(state, name):
+    node = state['nodes'].get(name)
+    if node is None:
+        sys.stderr.write('Node %s not found\n' % name)
+        return 1
+    if 'DRAIN' in flags(node) and node.get('jobs_for_reads', 0) > 0:
+        node['jobs_for_reads'] -= 1
+        if node['jobs_for_reads'] == 0:
+            node['state'] = '+'.join(['IDLE'] + flags(node)[1:])
+    save(state)
+    reason = ' Reason=%s [root@2026-12-01T01:00:00]' % node['reason'] if node.get('reason') else ''
+    cpus = 0 if flags(node)[0] == 'IDLE' else 8
+    sys.stdout.write('NodeName=%s Arch=x86_64 CoresPerSocket=8 CPUAlloc=%d CPUEfctv=16 CPUTot=16 CPULoad=0.00 '
+                     'NodeAddr=%s NodeHostName=%s Version=22.05.8 RealMemory=64000 AllocMem=0 FreeMem=60000 Sockets=2 '
+                     'Boards=1 State=%s ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=%s '
+                     'BootTime=2026-12-01T00:00:00 SlurmdStartTime=2026-12-01T00:00:10 LastBusyTime=2026-12-01T00:30:00 '
+                     'CfgTRES=cpu=16,mem=64000M,billing=16 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0 '
+                     'ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s%s\n'
+                     % (name, cpus, name, name, node['state'], ','.join(node['partitions']), reason))
+    return 0
+
+
+def update(state, args):
+    opts = dict(a.split('=', 1) for a in args)
+    opts = dict((k.lower(), v) for k, v in opts.items())
+    node = state['nodes'].get(opts.get('nodename'))
+    if node is None:
+        sys.stderr.write('Invalid node name specified\n')
+        return 1
+    wanted = opts.get('state', '').lower()
+    if wanted == 'drain':
+        if not opts.get('reason'):
+            sys.stderr.write('You must specify a reason when DOWNING or DRAINING a node. Request denied\n')
+            return 1
+        if 'DRAIN' not in flags(node):
+            node['state'] += '+DRAIN'
+        node['reason'] = opts['reason']
+    elif wanted == 'resume':
+        if 'DRAIN' not in flags(node) and flags(node)[0] != 'DOWN':
+            sys.stderr.write('Invalid node state specified\n')
+            return 1
+        node['state'] = flags(node)[0].replace('DOWN', 'IDLE')
+        node['reason'] = ''
+    else:
+        sys.stderr.write('unsupported update %r\n' % args)
+        return 1
+    save(state)
+    return 0
+
+
+def sinfo(state):
+    for name, node in sorted(state['nodes'].items()):
+        words = flags(node)
+        if 'DRAIN' in words:
+            long_state = 'drained' if words[0] == 'IDLE' else 'draining'
+        else:
+            long_state = {'DOWN': 'down*'}.get(words[0], words[0].lower())
+        for partition in node['partitions']:
+            sys.stdout.write('%s|%s|%s\n' % (name, partition, long_state))
+    return 0
+
+
+def main(argv):
+    tool = os.path.basename(argv[0])
+    with open(CALLS, 'a') as handle:
+        handle.write(json.dumps([tool] + argv[1:]) + '\n')
+    state = load()
+    args = [a for a in argv[1:] if a not in ('--oneliner', '-o')] if tool == 'scontrol' else argv[1:]
+    if tool == 'sinfo' and args[:4] == ['-h', '-N', '-o', '%N|%P|%T']:
+        return sinfo(state)
+    if tool == 'scontrol' and args[:2] == ['show', 'node'] and len(args) == 3:
+        return show(state, args[2])
+    if tool == 'scontrol' and args[:1] == ['update']:
+        return update(state, args[1:])
+    sys.stderr.write('%s: unsupported arguments %r\n' % (tool, argv[1:]))
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
