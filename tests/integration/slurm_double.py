@@ -8,6 +8,7 @@ A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads o
 -1 means the jobs never end. Output shapes follow Slurm 22.05 (``scontrol --oneliner show node``,
 ``sinfo -h -N -o %N|%P|%T``); only what the role uses is implemented.
 """
+import fcntl
 import json
 import os
 import sys
@@ -109,5 +110,12 @@ def main(argv):
     return 2
 
 
+def locked_main(argv):
+    # several nodes call at once (a batch drains in parallel): one call at a time, as slurmctld serialises them
+    with open(STATE + '.lock', 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return main(argv)
+
+
 if __name__ == '__main__':
-    sys.exit(main(sys.argv))
+    sys.exit(locked_main(sys.argv))
