@@ -151,3 +151,30 @@ def test_check_mode_lists_the_plan_and_changes_nothing(tmp_path):
     updated = [c for c in cluster.calls() if c[:2] == ['scontrol', 'update']]
     assert ['scontrol', 'update', 'nodename=node1', 'state=resume'] in updated, updated
     assert cluster.state()['stopped_at_batch'] == 2
+
+
+def test_a_node_that_needs_a_reboot_stays_drained_unless_reboots_are_allowed(tmp_path):
+    cluster = Cluster(tmp_path, ['node1', 'node2'])
+    marker = tmp_path / 'reboot-required'
+    marker.write_text('*** System restart required ***\n')
+    rc, out = cluster.run('-e', 'xuanwu_serial=1', '-e', 'xuanwu_reboot_required_file=%s' % marker)
+    assert rc == 2, out[-4000:]
+    nodes = cluster.nodes()
+    assert nodes['node1']['reason'] == 'xuanwu %s: reboot required' % RUN and 'DRAIN' in nodes['node1']['state']
+    assert nodes['node2']['state'] == 'IDLE', 'the failed canary stops the rollout'
+    entry = latest(cluster.state())['node1']
+    assert entry['outcome'] == 'reboot_required' and 'reboot-required' in entry['reasons'][0]
+    # allowed: the drained node is rebooted. Here every host is this machine (local connection), where the reboot
+    # module refuses to reboot the controller: the reboot is tried on node2 and its failure keeps node2 drained.
+    # node1 stays as the first run left it (drained by another run: not this run's).
+    rc, out = playbook('-i', cluster.inventory(), 'site.yml', '-e', 'xuanwu_run_id=second', '-e', 'xuanwu_serial=1',
+                       '-e', 'xuanwu_reboot_required_file=%s' % marker, '-e', 'xuanwu_allow_reboot=true',
+                       '-e', 'xuanwu_runs_dir=%s' % (tmp_path / 'runs'), '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'))
+    assert rc == 2, out[-4000:]
+    reboots = [part.split('TASK [', 1)[0] for part in out.split('TASK [Reboot the drained node]')[1:]]
+    assert len(reboots) == 2 and 'skipping: [node1]' in reboots[0] and 'would reboot the control node' in reboots[1], reboots
+    second = latest(json.loads((tmp_path / 'runs' / 'second' / 'state.json').read_text()))
+    assert second['node1']['outcome'] == 'not_ours'
+    assert second['node2']['outcome'] == 'failed' and second['node2']['failed_checks'] == ['reboot'], second
+    assert 'Reboot the drained node' in second['node2']['reasons'][0]
+    assert cluster.nodes()['node2']['reason'] == 'xuanwu second: failed checks: reboot'
