@@ -39,7 +39,7 @@ attributes:
     support: full
     description: Can run in check_mode and return changed status prediction without modifying target.
     details: In check mode only reading commands run; RV(commands) lists the commands that would change the node and
-      RV(changed) is what it would be.
+      C(changed) is what it would be.
 options:
   backend:
     description: The scheduler.
@@ -189,7 +189,6 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._scheduler import SchedulerError, run_action
-
 
 
 def binaries(backend, action):

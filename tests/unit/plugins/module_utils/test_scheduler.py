@@ -348,8 +348,9 @@ def test_kubernetes_someone_elses_cordon_is_left_alone():
 
 
 def test_kubernetes_drain_timeout_leaves_it_cordoned_and_counts_the_pods():
-    fake = FakeKube(pods=2, drain_error='error: unable to drain node "n1" due to error: [error when evicting pods/"p0" -n '
-                                         '"default": global timeout reached: 60s], continuing command...')
+    error = ('error: unable to drain node "n1" due to error: [error when evicting pods/"p0" -n "default": '
+             'global timeout reached: 60s], continuing command...')
+    fake = FakeKube(pods=2, drain_error=error)
     result = kube(fake, 'drain')
     assert (result['timed_out'], result['drained'], result['jobs_running']) == (True, False, 2)
     assert result['after']['state'] == 'draining'

@@ -1,16 +1,17 @@
 """scheduler_node run as Ansible runs a module (a child process reading its arguments from a file): bad
 input and a missing binary are a clear failure, never a traceback; backend none changes nothing."""
+import importlib.util
 import json
 import os
-import shutil
-import stat
 
 import pytest
 
 from test_bundle_modules import run_module as run_bundle_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-DOUBLE = os.path.join(ROOT, 'tests', 'integration', 'slurm_double.py')
+_SPEC = importlib.util.spec_from_file_location('slurm_double', os.path.join(ROOT, 'tests', 'integration', 'slurm_double.py'))
+slurm_double = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(slurm_double)
 
 
 def run_module(tmp_path, args):
@@ -19,11 +20,7 @@ def run_module(tmp_path, args):
 
 @pytest.fixture
 def scontrol(tmp_path):
-    for tool in ('scontrol', 'sinfo'):
-        shutil.copy(DOUBLE, str(tmp_path / tool))
-        os.chmod(str(tmp_path / tool), stat.S_IRWXU)
-    nodes = {'gpu1': {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}}
-    (tmp_path / 'slurm-double-state.json').write_text(json.dumps({'nodes': nodes}))
+    slurm_double.install(str(tmp_path), {'gpu1': {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}})
     return str(tmp_path / 'scontrol')
 
 
