@@ -146,6 +146,8 @@ _NOT_FOUND = re.compile(r'Node (\S+) not found', re.I)
 # Base states of node_state_string_complete(); the flags follow, joined with "+".
 SLURM_BASES = ('IDLE', 'MIXED', 'ALLOCATED', 'ALLOC', 'DOWN', 'ERROR', 'FUTURE', 'UNKNOWN', 'COMPLETING')
 SLURM_BUSY = ('MIXED', 'ALLOCATED', 'ALLOC', 'ERROR')
+# Bases (scontrol) and sinfo %T words of a node that takes no job for reasons other than a drain.
+SLURM_OUT = ('DOWN', 'FUTURE', 'UNKNOWN', 'UNK', 'INVAL', 'REBOOT', 'REBOOT_ISSUED', 'NO_RESPOND')
 
 
 def slurm_condition(state):
@@ -159,7 +161,7 @@ def slurm_condition(state):
     busy = base in SLURM_BUSY or 'COMPLETING' in flags or base in ('DRAINING', 'FAILING', 'COMPLETING')
     if drain:
         return DRAINING if busy else DRAINED
-    if base in ('DOWN', 'FUTURE', 'UNKNOWN') or 'NOT_RESPONDING' in flags or state.strip().endswith('*'):
+    if base in SLURM_OUT or 'NOT_RESPONDING' in flags or state.strip().endswith('*'):
         return DOWN
     return AVAILABLE
 

@@ -64,6 +64,19 @@ def test_a_long_reason_is_cut_to_slurms_255_bytes_keeping_the_owner(text):
     assert s.reason_owner(reason, RUN) == 'ours'
 
 
+@pytest.mark.parametrize('state, condition', [
+    ('IDLE', 'available'), ('MIXED', 'available'), ('ALLOCATED', 'available'), ('IDLE+POWERED_DOWN', 'available'),
+    ('idle~', 'available'), ('mixed-', 'available'), ('IDLE+RESERVED', 'available'), ('maint', 'available'),
+    ('IDLE+DRAIN', 'drained'), ('DOWN+DRAIN', 'drained'), ('drained', 'drained'), ('drained*', 'drained'),
+    ('MIXED+DRAIN', 'draining'), ('ALLOCATED+DRAIN', 'draining'), ('IDLE+DRAIN+COMPLETING', 'draining'),
+    ('draining', 'draining'), ('MIXED+DRAIN+REBOOT_REQUESTED', 'draining'), ('failing', 'draining'), ('fail', 'drained'),
+    ('DOWN', 'down'), ('DOWN+NOT_RESPONDING', 'down'), ('down*', 'down'), ('idle*', 'down'), ('IDLE+NOT_RESPONDING', 'down'),
+    ('FUTURE', 'down'), ('unknown', 'down'), ('inval', 'down'), ('reboot^', 'down'), ('REBOOT_ISSUED', 'down'),
+])
+def test_slurm_condition(state, condition):
+    assert s.slurm_condition(state) == condition
+
+
 # ----------------------------------------------------------------------------------------- decisions
 
 DECISIONS = [
