@@ -8,6 +8,7 @@ A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads o
 -1 means the jobs never end. Output shapes follow Slurm 22.05 (``scontrol --oneliner show node``,
 ``sinfo -h -N -o %N|%P|%T``); only what the role uses is implemented.
 """
+import fcntl
 import json
 import os
 import sys
@@ -107,9 +108,17 @@ def sinfo(state):
 
 def main(argv):
     os.chdir(argv[1])
-    tool, argv = argv[2], argv[2:]
+    argv = argv[2:]
+    # one call at a time: the role runs on several hosts at once, and each call may write the state
     with open(CALLS, 'a') as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
         handle.write(json.dumps(argv) + '\n')
+        handle.flush()
+        return run(argv)
+
+
+def run(argv):
+    tool = argv[0]
     state = load()
     args = [a for a in argv[1:] if a not in ('--oneliner', '-o')] if tool == 'scontrol' else argv[1:]
     if tool == 'sinfo' and args[:4] == ['-h', '-N', '-o', '%N|%P|%T']:
