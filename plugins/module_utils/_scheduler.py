@@ -330,10 +330,15 @@ def _kube_node(item, source, text):
         condition = DOWN
     else:
         condition = AVAILABLE
+    # the owner is the run named by xuanwu.io/drained-by: a reason that names another run does not count;
+    # a cordon without that annotation has no reason (someone else's)
+    if cordoned and drained_by:
+        reason = reason if reason_owner(reason, drained_by) == 'ours' else '%s %s' % (REASON_PREFIX, drained_by)
+    else:
+        reason = ''
     return {'name': meta['name'], 'state': 'cordoned' if cordoned else ('ready' if is_ready else 'not ready'),
             'condition': condition, 'unschedulable': cordoned, 'ready': is_ready, 'drained_by': drained_by,
-            # our reason is "xuanwu <run id>: text"; a cordon without our annotation has no reason
-            'reason': (reason or '') if cordoned and drained_by else ''}
+            'reason': reason}
 
 
 def parse_kube_node(text):

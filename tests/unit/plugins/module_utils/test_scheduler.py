@@ -360,6 +360,13 @@ def test_kubernetes_someone_elses_cordon_is_left_alone():
     assert mutations(fake) == [] and fake.cordoned
 
 
+def test_kubernetes_ownership_is_the_drained_by_annotation():
+    fake = FakeKube(cordoned=True, annotations={'xuanwu.io/drained-by': 'other-run', 'xuanwu.io/drain-reason': 'xuanwu %s: x' % RUN})
+    result = kube(fake, 'resume')
+    assert (result['owned'], result['changed'], result['before']['reason']) == (False, False, 'xuanwu other-run')
+    assert 'another xuanwu run' in result['message'] and fake.cordoned
+
+
 def test_kubernetes_drain_timeout_leaves_it_cordoned_and_counts_the_pods():
     error = ('error: unable to drain node "n1" due to error: [error when evicting pods/"p0" -n "default": '
              'global timeout reached: 60s], continuing command...')
