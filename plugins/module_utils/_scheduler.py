@@ -146,6 +146,8 @@ _NOT_FOUND = re.compile(r'Node (\S+) not found', re.I)
 # Base states of node_state_string_complete(); the flags follow, joined with "+".
 SLURM_BASES = ('IDLE', 'MIXED', 'ALLOCATED', 'ALLOC', 'DOWN', 'ERROR', 'FUTURE', 'UNKNOWN', 'COMPLETING')
 SLURM_BUSY = ('MIXED', 'ALLOCATED', 'ALLOC', 'ERROR')
+# Bases (scontrol) and sinfo %T words of a node that takes no job for reasons other than a drain.
+SLURM_OUT = ('DOWN', 'FUTURE', 'UNKNOWN', 'UNK', 'INVAL', 'REBOOT', 'REBOOT_ISSUED', 'NO_RESPOND')
 
 
 def slurm_condition(state):
@@ -159,7 +161,7 @@ def slurm_condition(state):
     busy = base in SLURM_BUSY or 'COMPLETING' in flags or base in ('DRAINING', 'FAILING', 'COMPLETING')
     if drain:
         return DRAINING if busy else DRAINED
-    if base in ('DOWN', 'FUTURE', 'UNKNOWN') or 'NOT_RESPONDING' in flags or state.strip().endswith('*'):
+    if base in SLURM_OUT or 'NOT_RESPONDING' in flags or state.strip().endswith('*'):
         return DOWN
     return AVAILABLE
 
@@ -193,7 +195,7 @@ def parse_scontrol_node(text, name=None):
         'reason_user': reason_match.group(2) if reason_match else None,
         'reason_time': reason_match.group(3) if reason_match else None,
         'partitions': [p for p in fields.get('Partitions', '').split(',') if p],
-        'cpu_alloc': int(cpu_alloc) if cpu_alloc and cpu_alloc.isdigit() else None,
+        'cpu_alloc': int(cpu_alloc) if cpu_alloc and re.match(r'^[0-9]{1,9}$', cpu_alloc) else None,
     }
 
 
@@ -295,30 +297,48 @@ def _json(text, source, kind):
     return data
 
 
+def _mapping(value, source, what, text):
+    """``value`` when it is a dict (``None``: an empty one); anything else is a ParseError naming ``what``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(source, '%s is not an object' % what, text)
+    return value
+
+
 def _kube_node(item, source, text):
-    meta = item.get('metadata') if isinstance(item, dict) else None
-    if not isinstance(meta, dict) or not isinstance(meta.get('name'), str):
+    meta = _mapping(item, source, 'a node', text).get('metadata')
+    meta = _mapping(meta, source, 'metadata', text)
+    if not isinstance(meta.get('name'), str):
         raise ParseError(source, 'a node without metadata.name', text)
-    annotations = meta.get('annotations') or {}
-    spec = item.get('spec') or {}
-    conditions = (item.get('status') or {}).get('conditions') or []
-    if not isinstance(annotations, dict) or not isinstance(spec, dict) or not isinstance(conditions, list):
-        raise ParseError(source, 'node %s: metadata.annotations, spec or status.conditions of the wrong type' % meta['name'], text)
+    where = 'node %s: ' % meta['name']
+    annotations = _mapping(meta.get('annotations'), source, where + 'metadata.annotations', text)
+    spec = _mapping(item.get('spec'), source, where + 'spec', text)
+    conditions = _mapping(item.get('status'), source, where + 'status', text).get('conditions') or []
+    if not isinstance(conditions, list):
+        raise ParseError(source, where + 'status.conditions is not a list', text)
     ready = [c.get('status') for c in conditions if isinstance(c, dict) and c.get('type') == 'Ready']
     cordoned = spec.get('unschedulable') is True
     is_ready = ready == ['True']
     drained_by = annotations.get(ANNOTATION_RUN)
-    reason = annotations.get(ANNOTATION_REASON) or ''
+    reason = annotations.get(ANNOTATION_REASON)
+    if not isinstance(drained_by, (str, type(None))) or not isinstance(reason, (str, type(None))):
+        raise ParseError(source, where + 'the xuanwu.io annotations are not strings', text)
     if cordoned:
         condition = DRAINED
     elif not is_ready:
         condition = DOWN
     else:
         condition = AVAILABLE
+    # the owner is the run named by xuanwu.io/drained-by: a reason that names another run does not count;
+    # a cordon without that annotation has no reason (someone else's)
+    if cordoned and drained_by:
+        reason = reason if reason_owner(reason, drained_by) == 'ours' else '%s %s' % (REASON_PREFIX, drained_by)
+    else:
+        reason = ''
     return {'name': meta['name'], 'state': 'cordoned' if cordoned else ('ready' if is_ready else 'not ready'),
             'condition': condition, 'unschedulable': cordoned, 'ready': is_ready, 'drained_by': drained_by,
-            # our reason is "xuanwu <run id>: text"; a cordon without our annotation has no reason
-            'reason': reason if cordoned and drained_by else ''}
+            'reason': reason}
 
 
 def parse_kube_node(text):
@@ -343,10 +363,12 @@ def parse_kube_pods(text):
         raise ParseError(KUBE_PODS, 'no items list', text)
     count = 0
     for pod in items:
-        meta = (pod or {}).get('metadata') or {}
-        phase = ((pod or {}).get('status') or {}).get('phase')
-        owners = [o.get('kind') for o in meta.get('ownerReferences') or [] if isinstance(o, dict)]
-        mirror = 'kubernetes.io/config.mirror' in (meta.get('annotations') or {})
+        pod = _mapping(pod, KUBE_PODS, 'a pod', text)
+        meta = _mapping(pod.get('metadata'), KUBE_PODS, 'a pod\'s metadata', text)
+        phase = _mapping(pod.get('status'), KUBE_PODS, 'a pod\'s status', text).get('phase')
+        owners = meta.get('ownerReferences') or []
+        owners = [o.get('kind') for o in owners if isinstance(o, dict)] if isinstance(owners, list) else []
+        mirror = 'kubernetes.io/config.mirror' in _mapping(meta.get('annotations'), KUBE_PODS, 'a pod\'s annotations', text)
         if phase in ('Succeeded', 'Failed') or 'DaemonSet' in owners or mirror:
             continue
         count += 1

@@ -21,14 +21,14 @@ description:
     the same run id (a resumed run) is this run's."
   - O(action=drain) drains the node (Slurm C(scontrol update nodename=NAME state=drain reason=...); Kubernetes
     C(kubectl annotate --overwrite) then C(kubectl drain --ignore-daemonsets --delete-emptydir-data --timeout=Ns))
-    and waits at most O(drain_timeout) seconds until no job runs on it (Slurm: DRAINED, not DRAINING or MIXED+DRAIN).
+    and waits at most O(drain_timeout) seconds until no job runs on it (Slurm state DRAINED, not DRAINING or MIXED+DRAIN).
     After the timeout the node stays draining and RV(timed_out=true).
   - O(action=resume) returns the node to service only when this run drained it.
-  - O(action=fail) keeps a node this run drained drained, with the reason replaced by C(xuanwu <run_id>: <reason>)
-    (cut to Slurm's 255 bytes with C(...)); any other node is left as it is.
+  - "O(action=fail) keeps a node this run drained drained, with the reason replaced by C(xuanwu <run_id>: <reason>)
+    (cut to Slurm's 255 bytes with C(...)); any other node is left as it is."
   - O(action=plan) reads the whole cluster once (C(sinfo -h -N -o %N|%P|%T), C(kubectl get nodes -o json)) and fails,
     naming the partition, the counts and the limit, when draining O(nodes) would leave more than O(max_drain_share)
-    of any partition they belong to (Kubernetes: of the cluster) unavailable, nodes already drained or down included.
+    of any partition they belong to (Kubernetes, of the cluster) unavailable, nodes already drained or down included.
     A node the scheduler does not list is a refusal too.
   - O(backend=none) changes nothing and says there is no scheduler.
   - The commands run as argument vectors (no shell). Slurm 22.05 and later understand every command line.
@@ -39,7 +39,7 @@ attributes:
     support: full
     description: Can run in check_mode and return changed status prediction without modifying target.
     details: In check mode only reading commands run; RV(commands) lists the commands that would change the node and
-      RV(changed) is what it would be.
+      C(changed) is what it would be.
 options:
   backend:
     description: The scheduler.
@@ -56,8 +56,8 @@ options:
       C(resume) and C(fail).
     type: str
   reason:
-    description: Text put after C(xuanwu <run_id>:) in the drain reason, for example C(failed checks gpu.count).
-      Empty means C(rollout).
+    description: "Text put after C(xuanwu <run_id>:) in the drain reason, for example C(failed checks gpu.count).
+      Empty means C(rollout)."
     type: str
     default: rollout
   node:
@@ -69,7 +69,7 @@ options:
     elements: str
     default: []
   drain_timeout:
-    description: Seconds to wait for the jobs on a draining node to end (Kubernetes; C(kubectl drain --timeout));
+    description: Seconds to wait for the jobs on a draining node to end (Kubernetes C(kubectl drain --timeout));
       C(0) does not wait.
     type: int
     default: 600
@@ -189,7 +189,6 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._scheduler import SchedulerError, run_action
-
 
 
 def binaries(backend, action):

@@ -1,7 +1,7 @@
-#!/usr/bin/env python3
 """Test double of Slurm's ``scontrol`` and ``sinfo`` (the name it is called by decides which), for the
-scheduler role's integration tests. Not Slurm: it keeps the nodes in ``slurm-double-state.json`` next to
-itself and logs every call to ``slurm-double-calls.jsonl`` there.
+scheduler role's tests. Not Slurm: ``install(folder)`` writes ``scontrol`` and ``sinfo`` wrappers into
+``folder``; the double keeps the nodes in ``slurm-double-state.json`` there and logs every call to
+``slurm-double-calls.jsonl``.
 
 State: ``{"nodes": {NAME: {"state": "IDLE", "reason": "", "partitions": ["gpu"], "jobs_for_reads": N}}}``.
 A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads of a drained node happen;
@@ -13,9 +13,21 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-STATE = os.path.join(HERE, 'slurm-double-state.json')
-CALLS = os.path.join(HERE, 'slurm-double-calls.jsonl')
+STATE = 'slurm-double-state.json'
+CALLS = 'slurm-double-calls.jsonl'
+WRAPPER = "#!/bin/sh\nexec '%s' '%s' '%s' %s \"$@\"\n"
+
+
+def install(folder, nodes):
+    """Write ``scontrol`` and ``sinfo`` into ``folder`` (a str) and the state of ``nodes``; returns the folder."""
+    for tool in ('scontrol', 'sinfo'):
+        path = os.path.join(folder, tool)
+        with open(path, 'w') as handle:
+            handle.write(WRAPPER % (sys.executable, os.path.abspath(__file__), folder, tool))
+        os.chmod(path, 0o700)
+    with open(os.path.join(folder, STATE), 'w') as handle:
+        json.dump({'nodes': nodes}, handle)
+    return folder
 
 
 def load():
@@ -95,9 +107,18 @@ def sinfo(state):
 
 
 def main(argv):
-    tool = os.path.basename(argv[0])
+    os.chdir(argv[1])
+    argv = argv[2:]
+    # one call at a time: the role runs on several hosts at once, and each call may write the state
     with open(CALLS, 'a') as handle:
-        handle.write(json.dumps([tool] + argv[1:]) + '\n')
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.write(json.dumps(argv) + '\n')
+        handle.flush()
+        return run(argv)
+
+
+def run(argv):
+    tool = argv[0]
     state = load()
     args = [a for a in argv[1:] if a not in ('--oneliner', '-o')] if tool == 'scontrol' else argv[1:]
     if tool == 'sinfo' and args[:4] == ['-h', '-N', '-o', '%N|%P|%T']:

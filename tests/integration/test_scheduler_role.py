@@ -4,16 +4,15 @@ was, fail replacing the reason, plan refusing over the share, the timeout waitin
 import json
 import os
 import shutil
-import stat
 
 import pytest
 import yaml
 
+from slurm_double import install
 from test_validate_playbook import playbook
 
 pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = '2026-12-01.r1'
 HOSTS = ('node01', 'node02', 'node03', 'node04')
 
@@ -21,13 +20,10 @@ HOSTS = ('node01', 'node02', 'node03', 'node04')
 @pytest.fixture
 def slurm(tmp_path):
     """scontrol and sinfo (copies of the double) and the state of four nodes of partition gpu."""
-    for tool in ('scontrol', 'sinfo'):
-        shutil.copy(os.path.join(HERE, 'slurm_double.py'), str(tmp_path / tool))
-        os.chmod(str(tmp_path / tool), stat.S_IRWXU)
     nodes = dict((h, {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}) for h in HOSTS)
     nodes['node02'] = {'state': 'IDLE+DRAIN', 'reason': 'bad dimm B2', 'partitions': ['gpu']}
     nodes['node03'] = {'state': 'MIXED', 'reason': '', 'partitions': ['gpu'], 'jobs_for_reads': 2}
-    (tmp_path / 'slurm-double-state.json').write_text(json.dumps({'nodes': nodes}))
+    install(str(tmp_path), nodes)
     return tmp_path
 
 

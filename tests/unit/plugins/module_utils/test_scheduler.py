@@ -64,6 +64,19 @@ def test_a_long_reason_is_cut_to_slurms_255_bytes_keeping_the_owner(text):
     assert s.reason_owner(reason, RUN) == 'ours'
 
 
+@pytest.mark.parametrize('state, condition', [
+    ('IDLE', 'available'), ('MIXED', 'available'), ('ALLOCATED', 'available'), ('IDLE+POWERED_DOWN', 'available'),
+    ('idle~', 'available'), ('mixed-', 'available'), ('IDLE+RESERVED', 'available'), ('maint', 'available'),
+    ('IDLE+DRAIN', 'drained'), ('DOWN+DRAIN', 'drained'), ('drained', 'drained'), ('drained*', 'drained'),
+    ('MIXED+DRAIN', 'draining'), ('ALLOCATED+DRAIN', 'draining'), ('IDLE+DRAIN+COMPLETING', 'draining'),
+    ('draining', 'draining'), ('MIXED+DRAIN+REBOOT_REQUESTED', 'draining'), ('failing', 'draining'), ('fail', 'drained'),
+    ('DOWN', 'down'), ('DOWN+NOT_RESPONDING', 'down'), ('down*', 'down'), ('idle*', 'down'), ('IDLE+NOT_RESPONDING', 'down'),
+    ('FUTURE', 'down'), ('unknown', 'down'), ('inval', 'down'), ('reboot^', 'down'), ('REBOOT_ISSUED', 'down'),
+])
+def test_slurm_condition(state, condition):
+    assert s.slurm_condition(state) == condition
+
+
 # ----------------------------------------------------------------------------------------- decisions
 
 DECISIONS = [
@@ -347,9 +360,17 @@ def test_kubernetes_someone_elses_cordon_is_left_alone():
     assert mutations(fake) == [] and fake.cordoned
 
 
+def test_kubernetes_ownership_is_the_drained_by_annotation():
+    fake = FakeKube(cordoned=True, annotations={'xuanwu.io/drained-by': 'other-run', 'xuanwu.io/drain-reason': 'xuanwu %s: x' % RUN})
+    result = kube(fake, 'resume')
+    assert (result['owned'], result['changed'], result['before']['reason']) == (False, False, 'xuanwu other-run')
+    assert 'another xuanwu run' in result['message'] and fake.cordoned
+
+
 def test_kubernetes_drain_timeout_leaves_it_cordoned_and_counts_the_pods():
-    fake = FakeKube(pods=2, drain_error='error: unable to drain node "n1" due to error: [error when evicting pods/"p0" -n '
-                                         '"default": global timeout reached: 60s], continuing command...')
+    error = ('error: unable to drain node "n1" due to error: [error when evicting pods/"p0" -n "default": '
+             'global timeout reached: 60s], continuing command...')
+    fake = FakeKube(pods=2, drain_error=error)
     result = kube(fake, 'drain')
     assert (result['timed_out'], result['drained'], result['jobs_running']) == (True, False, 2)
     assert result['after']['state'] == 'draining'
