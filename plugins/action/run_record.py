@@ -269,4 +269,3 @@ class ActionModule(ActionBase):
         out.update(resumed=False, outcome=state['outcome'], stopped_at_batch=state['stopped_at_batch'],
                    reports_copied=copied)
         return out
-

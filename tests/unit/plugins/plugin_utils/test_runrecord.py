@@ -209,7 +209,9 @@ def test_versions_of_a_node_not_probed_are_all_unknown():
 def test_venv_locks_hash_the_requirements_file(tmp_path):
     req = tmp_path / 'req.txt'
     req.write_bytes(b'six==1.16.0 --hash=sha256:00\n')
-    read = lambda p: open(p, 'rb').read()  # noqa: E731
+    def read(path):
+        with open(path, 'rb') as handle:
+            return handle.read()
     locks = rr.venv_locks([{'path': '/opt/a/', 'requirements': str(req)}, {'path': '/opt/b', 'requirements': str(tmp_path / 'gone')}], read)
     assert locks == {'/opt/a': hashlib.sha256(req.read_bytes()).hexdigest(), '/opt/b': None}
     assert rr.venv_locks([], read) is None and rr.venv_locks(None, read) is None
