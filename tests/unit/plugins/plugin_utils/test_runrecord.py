@@ -209,6 +209,7 @@ def test_versions_of_a_node_not_probed_are_all_unknown():
 def test_venv_locks_hash_the_requirements_file(tmp_path):
     req = tmp_path / 'req.txt'
     req.write_bytes(b'six==1.16.0 --hash=sha256:00\n')
+
     def read(path):
         with open(path, 'rb') as handle:
             return handle.read()
