@@ -132,7 +132,8 @@ def adhoc(args):
     proc = subprocess.run(['ansible', '-i', 'localhost,', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=%s' % sys.executable,
                            '-m', 'xuanwu.cluster.run_record', '-a', args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, check=False, timeout=120)
-    return proc.returncode, proc.stdout
+    # the message as one line (a callback may wrap it)
+    return proc.returncode, ' '.join(proc.stdout.split())
 
 
 def test_a_step_on_a_missing_or_broken_record_fails_with_a_message(tmp_path):
