@@ -155,7 +155,7 @@ class ActionModule(ActionBase):
         rr.write_atomic(os.path.join(record, 'hostfile'), rr.hostfile_text(lines))
         rr.write_atomic(os.path.join(record, 'nccl-env.txt'), rr.env_text(envs))
         session = {'at': _now(), 'check_mode': check, 'ansible_version': ANSIBLE_VERSION,
-                   'playbook': [a for a in sys.argv[1:] if a.endswith(('.yml', '.yaml'))] or None,
+                   'playbook': rr.playbooks_of(sys.argv[1:]),
                    'playbook_dir': task_vars.get('playbook_dir'),
                    'controller_user': getpass.getuser(), 'controller_host': socket.gethostname(),
                    'command_line': rr.redact_free_text(' '.join(sys.argv), secrets) if sys.argv else None}
@@ -267,6 +267,5 @@ class ActionModule(ActionBase):
         rr.write_atomic(state_path, rr.dump_json(state))
         out = rr.progress(state)
         out.update(resumed=False, outcome=state['outcome'], stopped_at_batch=state['stopped_at_batch'],
-                   reports_copied=copied)
+                   not_run_hosts=state['not_run_hosts'], reports_copied=copied)
         return out
-

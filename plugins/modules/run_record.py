@@ -72,7 +72,9 @@ options:
     description: O(step=finish) the folder holding the run's report folder. Unset is C(xuanwu_reports_dir), else C(reports/).
     type: path
   stopped_at_batch:
-    description: O(step=finish) the batch at which the rollout stopped (its failures exceeded C(xuanwu_max_fail_percentage)).
+    description:
+      - O(step=finish) the batch at which the rollout stopped (its failures exceeded C(xuanwu_max_fail_percentage)).
+      - Unset, a run that ends with hosts no batch reached stopped at its last recorded batch.
     type: int
 '''
 
@@ -144,4 +146,9 @@ outcome:
   description: O(step=finish) C(passed), C(failed) (a host's latest outcome is not passed, or a host had none) or C(stopped).
   returned: success
   type: str
+not_run_hosts:
+  description: O(step=finish) the hosts of the run that no batch reached.
+  returned: success
+  type: list
+  elements: str
 '''

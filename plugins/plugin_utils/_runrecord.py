@@ -134,6 +134,26 @@ def redact_free_text(text, secrets=()):
     return _redact.redact_text(text, secrets)
 
 
+# options of ansible-playbook whose value follows as the next argument (an inventory file is not a playbook)
+OPTIONS_WITH_VALUE = frozenset(('-i', '--inventory', '--inventory-file', '-e', '--extra-vars', '-l', '--limit', '-t', '--tags',
+                                '--skip-tags', '-u', '--user', '--vault-id', '--vault-password-file', '-M', '--module-path',
+                                '-f', '--forks', '-c', '--connection', '-T', '--timeout', '--private-key', '--key-file',
+                                '--start-at-task', '--become-user', '--become-method'))
+
+
+def playbooks_of(argv):
+    """The playbook files of an ansible-playbook command line (the value of an option, an inventory file, is not one)."""
+    found, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in OPTIONS_WITH_VALUE:
+            skip = True
+        elif not arg.startswith('-') and arg.endswith(('.yml', '.yaml')):
+            found.append(arg)
+    return found or None
+
+
 def env_text(envs):
     """``nccl-env.txt``: the hosts' (already redacted) environments, hosts with the same environment together.
 
@@ -274,17 +294,25 @@ def remaining(state, hosts, redo=False):
 
 
 def finish(state, finished, stopped_at_batch=None):
-    """A copy of ``state`` with the run's end: ``outcome`` is ``stopped`` (at batch N), ``failed`` (a host's latest
-    outcome is not passed) or ``passed``."""
+    """A copy of ``state`` with the run's end.
+
+    ``not_run_hosts``: the hosts of the run that no batch reached. Without ``stopped_at_batch``, a run that ends
+    with such hosts after at least one batch stopped at its last batch (the later batches were left untouched).
+    ``outcome``: ``stopped``; else ``failed`` when a host's latest outcome is not passed or a host never got one
+    (not measured is never a pass); else ``passed``.
+    """
     latest = latest_outcomes(state)
+    batches = state.get('batches') or []
+    not_run = [h for h in state.get('hosts') or () if h not in latest]
+    if stopped_at_batch is None and not_run and batches:
+        stopped_at_batch = batches[-1].get('index')
     if stopped_at_batch is not None:
         outcome = 'stopped'
-    elif any(e.get('outcome') != 'passed' for e in latest.values()) or set(state.get('hosts') or ()) - set(latest):
+    elif not_run or any(e.get('outcome') != 'passed' for e in latest.values()):
         outcome = 'failed'
     else:
         outcome = 'passed'
-    new = dict(state, finished=finished, stopped_at_batch=stopped_at_batch, outcome=outcome)
-    return new
+    return dict(state, finished=finished, stopped_at_batch=stopped_at_batch, outcome=outcome, not_run_hosts=not_run)
 
 
 # ---- versions.json ----

@@ -71,7 +71,8 @@ def test_the_record_of_a_rollout_without_secrets(tmp_path):
         '# hosts: gpu-node01, gpu-node02, gpu-node03', 'HF_TOKEN=***', 'NCCL_SOCKET_IFNAME=eth0', 'SITE_KEY=***']
     assert load(os.path.join(run, 'profiles', 'h200x4-nvlink.yml'))['name'] == 'h200x4-nvlink'
     meta = load(os.path.join(run, 'meta.json'))
-    assert meta['run_id'] == 'r1' and meta['ansible_version'] and PLAYBOOK in meta['command_line'] and meta['check_mode'] is False
+    assert meta['run_id'] == 'r1' and meta['playbook'] == [PLAYBOOK] and meta['ansible_version']
+    assert PLAYBOOK in meta['command_line'] and meta['check_mode'] is False
     state = load(os.path.join(run, 'state.json'))
     assert [(b['index'], b['hosts']) for b in state['batches']] == [(0, ['gpu-node01', 'gpu-node02']), (1, ['gpu-node03'])]
     outcomes = dict((h, e) for b in state['batches'] for h, e in b['outcomes'].items())
@@ -124,3 +125,34 @@ def test_the_diff_command_on_two_records(tmp_path):
     # the same inventory replayed twice: the same versions and checks (replayed runs have no busbw here)
     assert (proc.returncode, proc.stderr) == (0, ''), proc.stdout
     assert proc.stdout.endswith('no difference\n')
+
+
+def adhoc(args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1')
+    proc = subprocess.run(['ansible', '-i', 'localhost,', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=%s' % sys.executable,
+                           '-m', 'xuanwu.cluster.run_record', '-a', args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False, timeout=120)
+    # the message as one line (a callback may wrap it)
+    return proc.returncode, ' '.join(proc.stdout.split())
+
+
+def test_a_step_on_a_missing_or_broken_record_fails_with_a_message(tmp_path):
+    runs = tmp_path / 'runs'
+    rc, out = adhoc('step=batch run_id=r1 batch=0 hosts=a runs_dir=%s' % runs)
+    assert rc != 0 and 'run_record batch: no run record at %s: the step start of run r1 did not run' % (runs / 'r1') in out, out
+    (runs / 'r1').mkdir(parents=True)
+    (runs / 'r1' / 'state.json').write_text('{"schema_version": 1, "batc')
+    rc, out = adhoc('step=start run_id=r1 hosts=localhost runs_dir=%s' % runs)
+    assert rc != 0 and 'run_record start: run state %s is not valid JSON' % (runs / 'r1' / 'state.json') in out, out
+    assert 'Traceback' not in out
+
+
+def test_a_batch_without_an_outcome_for_one_of_its_hosts_is_refused(tmp_path):
+    runs = str(tmp_path / 'runs')
+    rc, out = adhoc('step=start run_id=r1 hosts=localhost runs_dir=%s' % runs)
+    assert rc == 0, out
+    before = open(os.path.join(runs, 'r1', 'state.json')).read()
+    rc, out = adhoc(json.dumps({'step': 'batch', 'run_id': 'r1', 'runs_dir': runs, 'batch': 0, 'hosts': ['localhost', 'b'],
+                                'outcomes': {'localhost': {'outcome': 'passed'}}}))
+    assert rc != 0 and 'run_record batch: no outcome for host(s) of the batch: b' in out, out
+    assert open(os.path.join(runs, 'r1', 'state.json')).read() == before

@@ -78,6 +78,15 @@ def test_the_command_line_and_the_log_are_masked(line, secret):
     assert secret not in text and 'site.yml' in text
 
 
+@pytest.mark.parametrize('argv, expected', [
+    (['-i', 'inv.yml', 'site.yml', '-e', 'x=1'], ['site.yml']),
+    (['--inventory', 'hosts.yaml', '-b', '--limit', 'a.yml', 'a.yml', 'b.yml'], ['a.yml', 'b.yml']),
+    (['-i', 'inv.yml', '-e@vars.yml'], None),
+])
+def test_the_playbooks_of_a_command_line(argv, expected):
+    assert rr.playbooks_of(argv) == expected
+
+
 def test_nccl_env_groups_hosts_with_the_same_environment():
     text = rr.env_text({'b': {'X': '1'}, 'a': {'X': '1'}, 'c': {'X': '2'}, 'd': None})
     assert text == '# hosts: a, b\nX=1\n\n# hosts: c\nX=2\n'
@@ -135,15 +144,17 @@ def test_bad_outcomes_are_named(hosts, outcomes, message):
         rr.add_batch(rr.new_state('r', 't', hosts), 0, hosts, outcomes, 't', 't')
 
 
-@pytest.mark.parametrize('batches, stopped, outcome', [
-    ([{'a': 'passed', 'b': 'passed', 'c': 'passed', 'd': 'passed'}], None, 'passed'),
-    ([{'a': 'passed'}], None, 'failed'),               # hosts never in a batch: not a pass
-    ([{'a': 'passed', 'b': 'passed', 'c': 'passed', 'd': 'failed'}], None, 'failed'),
-    ([{'a': 'failed'}], 0, 'stopped'),
+@pytest.mark.parametrize('batches, stopped, outcome, at, not_run', [
+    ([{'a': 'passed', 'b': 'passed', 'c': 'passed', 'd': 'passed'}], None, 'passed', None, []),
+    ([{'a': 'passed', 'b': 'passed', 'c': 'passed', 'd': 'failed'}], None, 'failed', None, []),
+    # hosts no batch reached: the rollout stopped at the last batch recorded (never a pass)
+    ([{'a': 'passed'}, {'b': 'failed', 'c': 'failed'}], None, 'stopped', 1, ['d']),
+    ([{'a': 'failed'}], 0, 'stopped', 0, ['b', 'c', 'd']),
+    ([], None, 'failed', None, ['a', 'b', 'c', 'd']),
 ])
-def test_the_outcome_of_the_run(batches, stopped, outcome):
+def test_the_outcome_of_the_run(batches, stopped, outcome, at, not_run):
     done = rr.finish(state_with(*batches), 'tz', stopped)
-    assert (done['outcome'], done['stopped_at_batch'], done['finished']) == (outcome, stopped, 'tz')
+    assert (done['outcome'], done['stopped_at_batch'], done['not_run_hosts'], done['finished']) == (outcome, at, not_run, 'tz')
 
 
 @pytest.mark.parametrize('state, message', [
@@ -209,7 +220,10 @@ def test_versions_of_a_node_not_probed_are_all_unknown():
 def test_venv_locks_hash_the_requirements_file(tmp_path):
     req = tmp_path / 'req.txt'
     req.write_bytes(b'six==1.16.0 --hash=sha256:00\n')
-    read = lambda p: open(p, 'rb').read()  # noqa: E731
+
+    def read(path):
+        with open(path, 'rb') as handle:
+            return handle.read()
     locks = rr.venv_locks([{'path': '/opt/a/', 'requirements': str(req)}, {'path': '/opt/b', 'requirements': str(tmp_path / 'gone')}], read)
     assert locks == {'/opt/a': hashlib.sha256(req.read_bytes()).hexdigest(), '/opt/b': None}
     assert rr.venv_locks([], read) is None and rr.venv_locks(None, read) is None
