@@ -332,8 +332,7 @@ def _route_findings(node, peer, record, settings, context):
     if not interface:
         return []
     if record.get('route_error'):
-        return [_finding('mesh.route', node, peer, 'route unreadable: %s' % record['route_error'],
-                         'the route to %s leaves through %s' % (record['resolved'], interface),
+        return [_finding('mesh.route', node, peer, 'route unreadable: %s' % record['route_error'], 'dev %s' % interface,
                          'the route from %s to %s could not be read: %s' % (node, where_of(record), record['route_error']),
                          dict(context, measured='an unknown device'))]
     route = record.get('route') or {}
