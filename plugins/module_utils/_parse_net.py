@@ -12,6 +12,7 @@
 * :func:`parse_link_events` - link up/down events in the kernel log (``journalctl -k``, ``dmesg``)
 * :func:`parse_route_get` - ``ip -j route get ADDR`` (iproute2 JSON) or ``ip route get ADDR`` (text)
 * :func:`parse_mtu` - ``/sys/class/net/IF/mtu``
+* :func:`parse_ip_addr` - ``ip -j addr show [scope global]`` (iproute2 JSON)
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -640,3 +641,33 @@ def parse_mtu(text):
     if len(lines) != 1:
         raise ParseError(source, 'expected one line with the MTU', text)
     return int_from_text(lines[0], source, 'mtu', text, low=0, high=1 << 20)
+
+
+def parse_ip_addr(text):
+    """Parse ``ip -j addr show [scope global]``: ``[{ifname, family, address, prefixlen, scope}]``, one per address.
+
+    The empty objects iproute2 prints for addresses its filter left out are skipped.
+    """
+    source = 'ip -j addr show'
+    data = _json(text, source)
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ParseError(source, 'expected a JSON list of interfaces', text)
+    out = []
+    for link in data:
+        if not isinstance(link, dict) or not isinstance(link.get('ifname'), str):
+            raise ParseError(source, 'an interface without ifname', text)
+        infos = link.get('addr_info') or []
+        if not isinstance(infos, list):
+            raise ParseError(source, '%s: addr_info is not a list' % link['ifname'], text)
+        for info in infos:
+            if not isinstance(info, dict) or 'local' not in info:
+                continue
+            address = _opt_str(info, 'local', source, text)
+            prefix = info.get('prefixlen')
+            if not isinstance(prefix, int) or isinstance(prefix, bool) or not 0 <= prefix <= 128:
+                raise ParseError(source, '%s: prefixlen of %s is not a number' % (link['ifname'], address), text)
+            out.append({'ifname': link['ifname'], 'family': _opt_str(info, 'family', source, text), 'address': address,
+                        'prefixlen': prefix, 'scope': _opt_str(info, 'scope', source, text)})
+    return out
