@@ -7,7 +7,9 @@
 findings here (``peer_findings``, ``node_findings``); ``known_hosts`` lines are read and matched here the way
 OpenSSH matches them (hashed names, ``[host]:port``, wildcards, negation, ``@revoked``); ``mtu_findings``
 compares every host's (interface, MTU) once, on the controller (``xuanwu.cluster.mesh_compare``).
-Every finding names both ends (``node1 → node3``). Pure: no I/O, no Ansible imports.
+Every finding names both ends (``node1 → node3``). The role ``ssh_trust`` builds every node's
+authorized_keys and known_hosts lines once, from what each node read of itself (``trust_files``).
+Pure: no I/O, no Ansible imports.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +23,8 @@ import hmac
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_net import parse_ip_addr
 
 SSH_PORT = 22
 MAX_WORKERS = 64
@@ -448,3 +452,85 @@ def mtu_findings(results):
             'dropped between them' % (interface, host, mtu, ref_host, reference, ref_interface, counts[reference],
                                       len(measured), min(mtu, reference)), context=context))
     return out
+
+
+
+# ---------------------------------------------------------------------------------------------
+# ssh_trust: every node's keys, once (the role's read task prints the sections below)
+
+SECTIONS = ('user-key', 'host-keys', 'addresses', 'ansible-host')
+_KEY_LINE = re.compile(r'^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|'
+                       r'sk-ecdsa-sha2-nistp256@openssh\.com) ([A-Za-z0-9+/]+={0,2})(?:\s.*)?$')
+
+
+def parse_trust_read(text):
+    """What the ssh_trust read task printed on a node: ``{user_key, host_keys, addresses, ansible_host, problems}``.
+
+    Sections start with ``== <name>`` (``SECTIONS``); keys are ``type base64`` (the comment dropped), addresses
+    come from ``ip -j addr show scope global``. What cannot be read is listed in ``problems``, never raised.
+    """
+    sections = dict((name, []) for name in SECTIONS)
+    current = None
+    for line in (text or '').splitlines():
+        if line.startswith('== ') and line[3:].strip() in sections:
+            current = line[3:].strip()
+        elif current and line.strip():
+            sections[current].append(line.strip())
+    problems = []
+    user = _public_keys(sections['user-key'], problems)
+    host_keys = _public_keys(sections['host-keys'], problems)
+    addresses = []
+    if sections['addresses']:
+        try:
+            addresses = [a['address'] for a in parse_ip_addr('\n'.join(sections['addresses']))]
+        except ParseError as exc:
+            problems.append('addresses: %s' % exc)
+    return {'user_key': user[0] if user else None, 'host_keys': host_keys,
+            'addresses': addresses, 'ansible_host': (sections['ansible-host'] or [None])[0], 'problems': problems}
+
+
+def _public_keys(lines, problems):
+    keys = []
+    for line in lines:
+        match = _KEY_LINE.match(line)
+        if match and _is_base64(match.group(2)):
+            keys.append('%s %s' % (match.group(1), match.group(2)))
+        else:
+            problems.append('not a public key: %r' % line[:80])
+    return keys
+
+
+def _known_name(name, port):
+    return name if port == SSH_PORT else '[%s]:%d' % (name, port)
+
+
+def trust_files(reads, port=SSH_PORT, addresses=True):
+    """authorized_keys and known_hosts lines for every node, from ``{host: parse_trust_read(...)}``, once.
+
+    Each node's host keys are listed under its inventory name, its ``ansible_host`` and (``addresses``) its global
+    addresses; an address that more than one node has (a container bridge such as docker0's) is left out, since
+    it names no single node. ``missing``: ``{host: what}`` for a node with no user key or no host key.
+    Linear in the number of nodes.
+    """
+    owners = {}
+    if addresses:
+        for host, read in reads.items():
+            for address in set(read.get('addresses') or []):
+                owners.setdefault(address, set()).add(host)
+    shared = sorted(a for a, hosts in owners.items() if len(hosts) > 1)
+    authorized, known, missing = [], [], {}
+    for host in sorted(reads):
+        read = reads[host]
+        lacking = [what for what, value in (('no user key', read.get('user_key')), ('no host key', read.get('host_keys')))
+                   if not value]
+        if lacking or read.get('problems'):
+            missing[host] = ', '.join(lacking + list(read.get('problems') or []))
+        if read.get('user_key') and read['user_key'] not in authorized:
+            authorized.append(read['user_key'])
+        names = [host]
+        for name in [read.get('ansible_host')] + (sorted(set(read.get('addresses') or []) - set(shared)) if addresses else []):
+            if name and name not in names:
+                names.append(name)
+        field = ','.join(_known_name(name, port) for name in names)
+        known.extend('%s %s' % (field, key) for key in read.get('host_keys') or [])
+    return {'authorized_keys': authorized, 'known_hosts': known, 'missing': missing, 'shared_addresses': shared}

@@ -25,19 +25,20 @@ def keygen(path, kind='ed25519'):
 
 
 class Sshd(object):
-    """sshd -D on 127.0.0.1:port with ``host_keys`` (paths) and ``authorized_keys`` (a path)."""
+    """sshd -D on address:port (127.0.0.1, a free port) with ``host_keys`` (paths) and ``authorized_keys`` (a path)."""
 
-    def __init__(self, folder, host_keys, authorized_keys):
+    def __init__(self, folder, host_keys, authorized_keys, address='127.0.0.1', port=None):
         self.folder = str(folder)
+        self.address = address
         self.host_keys = [str(k) for k in host_keys]
         self.authorized_keys = str(authorized_keys)
         self.config = os.path.join(self.folder, 'sshd_config')
         self.log = os.path.join(self.folder, 'sshd.log')
-        self.port = None
+        self.port = port
         self.proc = None
 
     def _write(self, extra):
-        options = ['ListenAddress 127.0.0.1'] + ['HostKey %s' % k for k in self.host_keys] + [
+        options = ['ListenAddress %s' % self.address] + ['HostKey %s' % k for k in self.host_keys] + [
             'AuthorizedKeysFile %s' % self.authorized_keys, 'PidFile none', 'PubkeyAuthentication yes',
             'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no',
             'PermitRootLogin prohibit-password', 'MaxStartups 100', 'LogLevel VERBOSE'] + extra
@@ -58,7 +59,7 @@ class Sshd(object):
             check = self._write(extra)
         if check.returncode != 0:
             raise RuntimeError('sshd rejects its configuration:\n%s' % check.stdout)
-        self.port = free_port()
+        self.port = self.port or free_port()
         with open(self.log, 'w') as log:
             self.proc = subprocess.Popen([SSHD, '-D', '-e', '-f', self.config, '-p', str(self.port)],
                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -68,7 +69,7 @@ class Sshd(object):
                 with open(self.log) as handle:
                     raise RuntimeError('sshd exited %d:\n%s' % (self.proc.returncode, handle.read()))
             try:
-                socket.create_connection(('127.0.0.1', self.port), timeout=1).close()
+                socket.create_connection((self.address, self.port), timeout=1).close()
                 return self
             except OSError:
                 if time.monotonic() > deadline:
