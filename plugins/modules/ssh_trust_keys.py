@@ -18,7 +18,7 @@ description:
   - Reads each host's registered result of the role's read task (O(result)) once, from the fact caches, and returns
     every node's public key (the lines of authorized_keys) and every node's SSH host keys under its inventory name,
     its C(ansible_host) and its global addresses (the lines of known_hosts; C([name]:port) when O(port) is not 22).
-    An address more than one node has (a container bridge) is left out: it names no single node.
+    An address more than one node has (a container bridge) is left out, as it names no single node.
   - Fails naming each node that has no user key or no host key (in check mode a user key that is not made yet is
     only listed in RV(missing)). The cost is linear in the number of hosts.
 extends_documentation_fragment:

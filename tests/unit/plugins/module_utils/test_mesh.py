@@ -235,3 +235,72 @@ def test_peers_by_name_or_dict():
 
 def test_mesh_checks_are_in_the_catalogue():
     assert set(_mesh.CHECKS) <= set(_catalogue.CATALOGUE)
+
+
+# --- ssh_trust: every node's keys put together once ------------------------------------------------
+
+def trust_read(user='node1', hosts=('node1',), addresses=None, ansible_host='10.0.0.1', extra=''):
+    lines = ['== user-key']
+    if user:
+        lines.append(read(user + '.pub').strip() + ' root@' + user)
+    lines.append('== host-keys')
+    lines += [read(h + '.pub').strip() for h in hosts]
+    lines.append('== addresses')
+    if addresses is not None:
+        lines.append(read_vm_addresses() if addresses == 'vm' else addresses)
+    lines += ['== ansible-host', ansible_host]
+    return '\n'.join(lines) + '\n' + extra
+
+
+def read_vm_addresses():
+    path = os.path.join(SSH, '..', 'hardware', 'debian12-vm-noaccel', 'ip_-j_addr_show_scope_global.json')
+    with open(path) as handle:
+        return handle.read()
+
+
+def test_the_read_of_a_node_gives_its_keys_addresses_and_name():
+    parsed = _mesh.parse_trust_read(trust_read(hosts=('node1', 'node3_ecdsa'), addresses='vm'))
+    assert parsed['user_key'] == ' '.join(key('node1'))
+    assert parsed['host_keys'] == [' '.join(key('node1')), ' '.join(key('node3_ecdsa'))]
+    assert parsed['addresses'] == ['192.0.2.2', 'fd00::2', '10.89.1.1', '10.89.2.1', '10.88.0.1']
+    assert parsed['ansible_host'] == '10.0.0.1' and parsed['problems'] == []
+
+
+def test_what_cannot_be_read_is_a_problem_not_an_error():
+    parsed = _mesh.parse_trust_read(trust_read(user=None, addresses='[{"ifname": 3}]').replace(
+        '== host-keys\n', '== host-keys\ncat: /etc/ssh/ssh_host_ed25519_key.pub: Permission denied\n'))
+    assert parsed['user_key'] is None
+    assert any('not a public key' in p for p in parsed['problems']) and any('addresses' in p for p in parsed['problems'])
+    assert _mesh.parse_trust_read(None)['problems'] == []
+
+
+def test_every_node_is_known_by_name_ansible_host_and_own_addresses_once():
+    reads = {
+        'node1': _mesh.parse_trust_read(trust_read('node1', ('node1',), '[{"ifname":"ib0","addr_info":[{"local":"10.1.0.1","prefixlen":16,"family":"inet","scope":"global"}]},'
+                                                                        '{"ifname":"docker0","addr_info":[{"local":"172.17.0.1","prefixlen":16,"family":"inet","scope":"global"}]}]',
+                                                 '10.0.0.1')),
+        'node2': _mesh.parse_trust_read(trust_read('node2', ('node2',), '[{"ifname":"docker0","addr_info":[{"local":"172.17.0.1","prefixlen":16,"family":"inet","scope":"global"}]}]',
+                                                 'node2')),
+    }
+    files = _mesh.trust_files(reads)
+    assert files['shared_addresses'] == ['172.17.0.1']
+    assert files['known_hosts'] == ['node1,10.0.0.1,10.1.0.1 %s' % ' '.join(key('node1')),
+                                    'node2 %s' % ' '.join(key('node2'))]
+    assert files['authorized_keys'] == [' '.join(key('node1')), ' '.join(key('node2'))]
+    assert files['missing'] == {}
+    assert _mesh.trust_files(reads, port=2222, addresses=False)['known_hosts'][0].startswith('[node1]:2222,[10.0.0.1]:2222 ')
+
+
+def test_nodes_without_keys_are_named():
+    reads = {'node1': _mesh.parse_trust_read(trust_read(user=None)), 'node2': _mesh.parse_trust_read(trust_read('node2', ()))}
+    assert _mesh.trust_files(reads)['missing'] == {'node1': 'no user key', 'node2': 'no host key'}
+
+
+def test_known_hosts_written_for_the_nodes_verify_them():
+    """What trust_files writes is what judge_host_key accepts (name, ansible_host and [host]:port)."""
+    reads = dict((n, _mesh.parse_trust_read(trust_read(n, (n,), None, '10.0.0.%d' % i))) for i, n in enumerate(('node1', 'node2'), 1))
+    for port in (22, 2222):
+        entries = _mesh.parse_known_hosts('\n'.join(_mesh.trust_files(reads, port=port)['known_hosts']))['entries']
+        for target in (peer('node2', port=port), peer('node2', '10.0.0.2', port)):
+            assert _mesh.judge_host_key(entries, _mesh.lookup_names(target), *key('node2')) == 'ok'
+            assert _mesh.judge_host_key(entries, _mesh.lookup_names(target), *key('node1')) == 'changed'
