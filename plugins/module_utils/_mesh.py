@@ -287,9 +287,9 @@ def node_findings(node, settings):
     out = []
     context = dict((k, settings.get(k)) for k in ('known_hosts', 'key_file', 'user', 'interface'))
     if settings.get('interface') and settings.get('mtu_error'):
+        message = 'the job interface %s of %s cannot be read: %s' % (settings['interface'], node, settings['mtu_error'])
         out.append(_finding('mesh.interface', node, '*', settings['mtu_error'], '%s exists' % settings['interface'],
-                            'the job interface %s of %s cannot be read: %s' % (settings['interface'], node,
-                                                                              settings['mtu_error']), context))
+                            message, context))
     if not settings.get('ssh'):
         return out
     state = settings.get('known_hosts_state')
@@ -361,8 +361,8 @@ def _ssh_findings(node, peer, where, record, ssh, context):
         return [_finding('mesh.ssh', node, peer, ssh['error'], 'an SSH session on port %s' % record.get('port'),
                          'no SSH session from %s to %s: %s' % (node, where, ssh['error']), context)]
     if key == 'unknown':
-        return [_finding('mesh.host_key_unknown', node, peer, '%s %s not in %s' % (ssh.get('keytype'), ssh.get('fingerprint'),
-                                                                                  context['known_hosts']),
+        measured = '%s %s not in %s' % (ssh.get('keytype'), ssh.get('fingerprint'), context['known_hosts'])
+        return [_finding('mesh.host_key_unknown', node, peer, measured,
                          'a known_hosts entry for %s' % context['names'],
                          '%s does not know the host key of %s (looked up as %s); it was not accepted and SSH was not '
                          'tried' % (node, where, context['names']), context)]
@@ -452,8 +452,6 @@ def mtu_findings(results):
             'dropped between them' % (interface, host, mtu, ref_host, reference, ref_interface, counts[reference],
                                       len(measured), min(mtu, reference)), context=context))
     return out
-
-
 
 # ---------------------------------------------------------------------------------------------
 # ssh_trust: every node's keys, once (the role's read task prints the sections below)

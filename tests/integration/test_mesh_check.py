@@ -52,13 +52,13 @@ def mesh(tmp_path_factory):
         tasks = [{'name': 'Case %s' % name, 'xuanwu.cluster.mesh_check': dict(base, **args), 'register': 'case_' + name}
                  for name, args in sorted(cases.items())]
         tasks += [
-            {'name': 'Fails on findings by default', 'xuanwu.cluster.mesh_check': dict(base, known_hosts=str(tmp / 'absent'),
-                                                                                     fail_on_findings=True),
+            {'name': 'Fails on findings by default',
+             'xuanwu.cluster.mesh_check': dict(base, known_hosts=str(tmp / 'absent'), fail_on_findings=True),
              'register': 'case_fails', 'ignore_errors': True},
             {'name': 'The mesh of this node', 'xuanwu.cluster.mesh_check': dict(base, interface='lo'),
              'register': 'xuanwu_mesh', 'when': "inventory_hostname != 'node3'"},
-            {'name': 'Compare the nodes', 'xuanwu.cluster.mesh_compare': {'hosts': '{{ ansible_play_hosts_all }}',
-                                                                         'fail_on_findings': False},
+            {'name': 'Compare the nodes',
+             'xuanwu.cluster.mesh_compare': {'hosts': '{{ ansible_play_hosts_all }}', 'fail_on_findings': False},
              'run_once': True, 'register': 'case_compare'},
             {'name': 'Keep the results', 'delegate_to': 'localhost', 'run_once': True, 'check_mode': False,
              'ansible.builtin.copy': {'dest': str(tmp / 'results.json'), 'mode': '0600', 'content': '{{ {%s} | to_json }}' % ', '.join(

@@ -275,13 +275,10 @@ def test_what_cannot_be_read_is_a_problem_not_an_error():
 
 
 def test_every_node_is_known_by_name_ansible_host_and_own_addresses_once():
-    reads = {
-        'node1': _mesh.parse_trust_read(trust_read('node1', ('node1',), '[{"ifname":"ib0","addr_info":[{"local":"10.1.0.1","prefixlen":16,"family":"inet","scope":"global"}]},'
-                                                                        '{"ifname":"docker0","addr_info":[{"local":"172.17.0.1","prefixlen":16,"family":"inet","scope":"global"}]}]',
-                                                 '10.0.0.1')),
-        'node2': _mesh.parse_trust_read(trust_read('node2', ('node2',), '[{"ifname":"docker0","addr_info":[{"local":"172.17.0.1","prefixlen":16,"family":"inet","scope":"global"}]}]',
-                                                 'node2')),
-    }
+    ib0 = '{"ifname":"ib0","addr_info":[{"local":"10.1.0.1","prefixlen":16,"family":"inet","scope":"global"}]}'
+    docker0 = '{"ifname":"docker0","addr_info":[{"local":"172.17.0.1","prefixlen":16,"family":"inet","scope":"global"}]}'
+    reads = {'node1': _mesh.parse_trust_read(trust_read('node1', ('node1',), '[%s,%s]' % (ib0, docker0), '10.0.0.1')),
+             'node2': _mesh.parse_trust_read(trust_read('node2', ('node2',), '[%s]' % docker0, 'node2'))}
     files = _mesh.trust_files(reads)
     assert files['shared_addresses'] == ['172.17.0.1']
     assert files['known_hosts'] == ['node1,10.0.0.1,10.1.0.1 %s' % ' '.join(key('node1')),
