@@ -453,6 +453,7 @@ def mtu_findings(results):
                                       len(measured), min(mtu, reference)), context=context))
     return out
 
+
 # ---------------------------------------------------------------------------------------------
 # ssh_trust: every node's keys, once (the role's read task prints the sections below)
 
