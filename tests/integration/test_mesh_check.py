@@ -21,17 +21,19 @@ def mesh(tmp_path_factory):
     """Runs every case once (one playbook, --check) and returns ``({case: result}, output, sshd port)``."""
     tmp = tmp_path_factory.mktemp('mesh')
     host_key = keygen(tmp / 'host_key')
+    ecdsa_host_key = keygen(tmp / 'host_key_ecdsa', 'ecdsa')
     other_host_key = keygen(tmp / 'other_host_key')
     client = keygen(tmp / 'client_key')
     keygen(tmp / 'stranger_key')
     (tmp / 'authorized_keys').write_text(client + '\n')
-    sshd = Sshd(tmp, [tmp / 'host_key'], tmp / 'authorized_keys').start()
+    sshd = Sshd(tmp, [tmp / 'host_key', tmp / 'host_key_ecdsa'], tmp / 'authorized_keys').start()
     try:
         port = sshd.port
         (tmp / 'known_hosts').write_text('[127.0.0.1]:%d %s\n' % (port, host_key))
         (tmp / 'known_hosts_other_host').write_text('[127.0.0.2]:%d %s\n' % (port, host_key))
         (tmp / 'known_hosts_changed').write_text('[127.0.0.1]:%d %s\n' % (port, other_host_key))
         (tmp / 'known_hosts_empty').write_text('# nothing yet\n')
+        (tmp / 'known_hosts_ecdsa').write_text('[127.0.0.1]:%d %s\n' % (port, ecdsa_host_key))
         closed = free_port()
         here = {'name': 'sshd', 'address': '127.0.0.1', 'port': port}
         base = {'name': '{{ inventory_hostname }}', 'peers': [here], 'key_file': str(tmp / 'client_key'),
@@ -39,6 +41,7 @@ def mesh(tmp_path_factory):
         cases = {
             'ok': {'tcp_ports': [port], 'interface': 'lo'},
             'unknown': {'known_hosts': str(tmp / 'known_hosts_other_host')},
+            'ecdsa_known': {'known_hosts': str(tmp / 'known_hosts_ecdsa')},
             'changed': {'known_hosts': str(tmp / 'known_hosts_changed')},
             'wrong_key': {'key_file': str(tmp / 'stranger_key')},
             'closed': {'peers': [{'name': 'closed', 'address': '127.0.0.1', 'port': closed}]},
@@ -92,6 +95,12 @@ def test_known_host_key_and_authorized_key_pass(mesh):
     (peer,) = result['peers']
     assert (peer['tcp_ok'], peer['ssh_ok'], peer['host_key'], peer['route_dev'], peer['error']) == (True, True, 'ok', 'lo', None)
     assert result['interface'] == 'lo' and result['mtu'] == 65536
+
+
+def test_a_peer_known_by_another_key_type_is_asked_for_that_type(mesh):
+    # sshd has an ed25519 and an ecdsa host key; known_hosts holds only the ecdsa one (paramiko prefers ed25519)
+    result = mesh[0]['ecdsa_known']
+    assert result['findings'] == [] and result['peers'][0]['host_key'] == 'ok' and result['peers'][0]['ssh_ok'] is True
 
 
 def test_host_key_missing_from_known_hosts_is_unknown(mesh):
