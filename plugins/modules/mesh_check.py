@@ -220,6 +220,8 @@ def main():
     if params['ssh'] and paramiko is None:
         module.fail_json(msg=missing_required_lib('paramiko', reason='to check SSH to the peers (or set ssh: false)'),
                          exception=PARAMIKO_ERROR)
+    if not params['peers']:
+        module.fail_json(msg='peers is empty: there is nothing to check (give at least one peer)')
     try:
         peers = _mesh.normalise_peers(params['peers'])
         tcp_ports = _mesh.ports(params['tcp_ports'])

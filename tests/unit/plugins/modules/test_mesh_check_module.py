@@ -39,3 +39,8 @@ def test_tcp_only_needs_no_paramiko(tmp_path):
 def test_bad_peers_are_a_clear_failure(tmp_path):
     result = run(tmp_path, {'peers': [{'name': 'n1', 'adress': '10.0.0.1'}], 'ssh': False})
     assert result['failed'] and result['msg'] == 'peers[0] has unknown keys adress (allowed: name, address, port)'
+
+
+def test_no_peer_is_an_error_not_a_pass(tmp_path):
+    result = run(tmp_path, {'peers': [], 'ssh': False})
+    assert result['failed'] and result['msg'].startswith('peers is empty')
