@@ -26,7 +26,7 @@ description:
     unverified; no authentication is sent to a peer whose key did not verify. A missing or empty O(known_hosts) is
     C(mesh.known_hosts). Public-key login as O(user) with O(key_file) is C(mesh.ssh_auth).
   - Every finding names both ends (C(node1 → node3)) in the collection's finding shape (C(docs/checks.md)).
-  - Peers are checked in parallel by at most O(workers) threads; the time is about
+  - Peers are checked in parallel by at most O(workers) threads; while the network is the limit the time is about
     (number of peers / O(workers)) × the time of one peer, at most O(timeout) seconds per connection.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
