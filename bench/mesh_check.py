@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Time xuanwu.cluster.mesh_check with 1 and with N workers against a local sshd (docs/ssh-mesh.md).
 
 Starts sshd on 127.0.0.1 (a free port, its own host and client keys in a temporary folder, as the
