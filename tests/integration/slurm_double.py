@@ -131,12 +131,5 @@ def run(argv):
     return 2
 
 
-def locked_main(argv):
-    # several nodes call at once (a batch drains in parallel): one call at a time, as slurmctld serialises them
-    with open(STATE + '.lock', 'a') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return main(argv)
-
-
 if __name__ == '__main__':
-    sys.exit(locked_main(sys.argv))
+    sys.exit(main(sys.argv))

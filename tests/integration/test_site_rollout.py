@@ -6,16 +6,15 @@ else kept as it was, and check mode changing nothing."""
 import json
 import os
 import shutil
-import stat
 
 import pytest
 import yaml
 
+from slurm_double import install
 from test_validate_playbook import BUNDLE, ROOT, playbook
 
 pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 FAULTY = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node04')  # host.time_sync fails (docs/fault-corpus.md)
 RUN = 'CHG-4711'
 
@@ -25,13 +24,10 @@ class Cluster(object):
 
     def __init__(self, tmp_path, hosts, faulty=(), foreign=None):
         self.dir = tmp_path
-        for tool in ('scontrol', 'sinfo'):
-            shutil.copy(os.path.join(HERE, 'slurm_double.py'), str(tmp_path / tool))
-            os.chmod(str(tmp_path / tool), stat.S_IRWXU)
         nodes = dict((h, {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}) for h in hosts)
         for host, reason in (foreign or {}).items():
             nodes[host] = {'state': 'IDLE+DRAIN', 'reason': reason, 'partitions': ['gpu']}
-        (tmp_path / 'slurm-double-state.json').write_text(json.dumps({'nodes': nodes}))
+        install(str(tmp_path), nodes)
         self.hosts = list(hosts)
         self.faulty = set(faulty)
 
