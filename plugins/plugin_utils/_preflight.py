@@ -23,8 +23,7 @@ PRODUCED = ('xuanwu_profile_resolved', 'xuanwu_profile_path', 'xuanwu_findings',
             'xuanwu_run_id', 'xuanwu_run_started', 'xuanwu_run_hosts', 'xuanwu_check_summary', 'xuanwu_facts',
             'xuanwu_facts_end', 'xuanwu_node', 'xuanwu_group_findings',
             'xuanwu_group_failing', 'xuanwu_stage_hosts', 'xuanwu_multinode_hosts', 'xuanwu_recheck_hosts',
-            'xuanwu_rollout_hosts', 'xuanwu_rollout_record', 'xuanwu_batch', 'xuanwu_batch_hosts',
-            'xuanwu_mesh', 'xuanwu_mesh_peers')
+            'xuanwu_rollout_hosts', 'xuanwu_rollout_record', 'xuanwu_batch', 'xuanwu_batch_hosts')
 
 
 def known_variables():

@@ -35,8 +35,8 @@ def test_the_mesh_preflight_gates_the_launch(tmp_path, sshd, known_hosts, launch
     keys, port = sshd
     fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
     mpirun = tmp_path / 'bin' / 'mpirun'
-    write_test_double(mpirun, 'echo "$@" >> %s\ncat %s\n' % (tmp_path / 'mpirun.args',
-                                                              os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_16-ranks.txt')))
+    capture = os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_16-ranks.txt')
+    write_test_double(mpirun, 'echo "$@" >> %s\ncat %s\n' % (tmp_path / 'mpirun.args', capture))
     inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '127.0.0.1'}, 'gpu-b': {'ansible_host': '127.0.0.1'}},
                     xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
