@@ -142,11 +142,11 @@ class ActionModule(ActionBase):
                 if f['severity'] == 'fail':
                     reasons.append('%s: [%s] %s: measured %s, expected %s — %s' % (
                         host, f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation')))
-        gate, verdicts = _gate(report, fail_on)
+        gate, verdicts, failed_checks = _gate(report, fail_on)
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
                       summary=report['summary'], failed_reasons=reasons, fleet_findings=extra,
                       # the gate play runs on these hosts only: a healthy fleet costs no task per host there
-                      gate_hosts=gate, verdicts=verdicts)
+                      gate_hosts=gate, verdicts=verdicts, failed_checks=failed_checks)
         if history_error:
             result.update(failed=True, msg=history_error)
         return result
@@ -169,19 +169,21 @@ class ActionModule(ActionBase):
 
 def _gate(report, fail_on):
     """The hosts the gate fails (their findings at or above their ``xuanwu_fail_on``, or not probed) and why."""
-    gate, verdicts = [], {}
+    gate, verdicts, checks = [], {}, {}
     for host in sorted(report['hosts']):
         entry = report['hosts'][host]
         if entry.get('error'):
             gate.append(host)
             verdicts[host] = '%s was not validated: %s' % (host, entry['error'])
+            checks[host] = ['probe']
             continue
         level = fail_on.get(host) if fail_on.get(host) in ('fail', 'warn') else 'fail'
         failing = [f for f in entry['findings'] if _findings.is_failing(f, level)]
         if failing:
             gate.append(host)
+            checks[host] = sorted(set(f['check'] for f in failing))
             verdicts[host] = '%s FAILED %d check(s): %s' % (host, len(failing), ' '.join(
                 '[%s] %s: measured %s, expected %s. Fix: %s' % (
                     f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation'))
                 for f in failing))
-    return gate, verdicts
+    return gate, verdicts, checks

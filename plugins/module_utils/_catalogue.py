@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
-    _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _workloads,
+    _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
 )
 
 _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
@@ -32,6 +32,9 @@ AREAS = (
     ('Fleet thresholds and history', 'xuanwu.cluster.validation_report, once per run on the controller, over the '
      'nccl-tests figures of every host (plugins/module_utils/_fleet.py, docs/fleet-history.md)', _fleet.CHECKS),
     ('InfiniBand counters under load', 'xuanwu.cluster.workload_check kind link_counters', _links.CHECKS),
+    ('SSH mesh and fabric preflight', 'xuanwu.cluster.mesh_check on each node, for each peer, and '
+     'xuanwu.cluster.mesh_compare once on the controller (plugins/module_utils/_mesh.py, docs/ssh-mesh.md)',
+     _mesh.CHECKS),
     ('Workload and run checks', 'xuanwu.cluster.workload_check (collectives, torch workloads, stages that did not run)',
      _workloads.CHECKS),
 )
@@ -75,7 +78,7 @@ def checks_markdown():
             for check, spec in checks.items():
                 out.append('| `%s` | %s | `%s` | %s | %s |' % (
                     check, spec['default_severity'], spec['component_kind'], _cell(spec['compares']),
-                    _cell(_checks.render_remediation(check))))
+                    _cell(_findings.render(spec['remediation']))))
         else:
             out += ['| check | severity | what it means | remediation |', '|---|---|---|---|']
             for check in sorted(checks):

@@ -10,6 +10,9 @@
 * :func:`parse_dcb_pfc` - ``dcb -j pfc show dev IF`` (iproute2 JSON)
 * :func:`parse_mlnx_qos` - ``mlnx_qos -i IF`` (MLNX_OFED / DOCA)
 * :func:`parse_link_events` - link up/down events in the kernel log (``journalctl -k``, ``dmesg``)
+* :func:`parse_route_get` - ``ip -j route get ADDR`` (iproute2 JSON) or ``ip route get ADDR`` (text)
+* :func:`parse_mtu` - ``/sys/class/net/IF/mtu``
+* :func:`parse_ip_addr` - ``ip -j addr show [scope global]`` (iproute2 JSON)
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -570,3 +573,101 @@ def parse_link_events(text):
             entry['lines'] = (entry['lines'] + [raw.strip()])[-LINK_EVENT_LINES_KEPT:]
             break
     return events
+
+
+# ---------------------------------------------------------------------------------------------
+# ip [-j] route get ADDR, /sys/class/net/IF/mtu
+
+# The route types ``ip route get`` prints before the destination (``unicast`` is left out).
+ROUTE_TYPES = ('local', 'broadcast', 'multicast', 'unreachable', 'prohibit', 'blackhole', 'throw', 'nat',
+               'anycast', 'unicast')
+# Keys of the text form followed by one value (``ip route get`` prints ``KEY VALUE`` pairs after the destination).
+_ROUTE_PAIRS = {'from': 'from', 'via': 'via', 'dev': 'dev', 'src': 'src', 'table': 'table', 'uid': 'uid',
+                'proto': 'proto', 'metric': 'metric', 'pref': 'pref', 'iif': 'iif', 'oif': 'oif', 'mark': 'mark',
+                'realms': 'realms', 'tos': 'tos', 'mtu': 'mtu', 'rtt': 'rtt', 'expires': 'expires'}
+
+
+_ADDRESS_RE = re.compile(r'^[0-9A-Fa-f:.]*[.:][0-9A-Fa-f:.]*(/[0-9]+)?$')
+
+
+def _route(dst, kind, dev, via, src, source, text):
+    if not dev:
+        raise ParseError(source, 'no output device (dev) in the route', text)
+    return {'dst': dst, 'type': kind, 'dev': dev, 'via': via, 'src': src}
+
+
+def _route_json(text, source):
+    data = _json(text, source)
+    if not isinstance(data, list) or len(data) != 1 or not isinstance(data[0], dict):
+        raise ParseError(source, 'expected a JSON list with one route', text)
+    entry = data[0]
+    values = [_opt_str(entry, key, source, text) for key in ('dst', 'type', 'dev', 'gateway', 'prefsrc')]
+    return _route(values[0], values[1] or 'unicast', values[2], values[3], values[4], source, text)
+
+
+def parse_route_get(text):
+    """Parse ``ip -j route get ADDR`` or ``ip route get ADDR``: the route the kernel takes to ``ADDR``.
+
+    Returns ``{dst, type, dev, via, src}`` (``type`` ``unicast`` unless the route says ``local``, ...;
+    ``via`` the gateway or None on a directly connected route). An error of ``ip`` (``RTNETLINK answers:
+    Network is unreachable``) or a route without a device raises ParseError quoting what was read.
+    """
+    source = 'ip route get'
+    lines = [line for line in _lines(text, source) if line.strip()]
+    if not lines:
+        raise ParseError(source, 'empty output', text)
+    if lines[0].lstrip()[:1] in ('[', '{'):
+        return _route_json(text, source)
+    words = lines[0].split()
+    kind = 'unicast'
+    if words[0] in ROUTE_TYPES:
+        kind = words.pop(0)
+    if not words or not _ADDRESS_RE.match(words[0]):
+        # not a route: ip's own error (``RTNETLINK answers: ...``, ``Cannot find device "ib0"``)
+        raise ParseError(source, 'not a route: %s' % lines[0].strip()[:200], text)
+    dst = words.pop(0)
+    found = {}
+    while words:
+        word = words.pop(0)
+        if word in _ROUTE_PAIRS and words:
+            found.setdefault(_ROUTE_PAIRS[word], words.pop(0))
+    return _route(dst, kind, found.get('dev'), found.get('via'), found.get('src'), source, text)
+
+
+def parse_mtu(text):
+    """Parse ``/sys/class/net/IF/mtu``: one integer (68 to 65536 on Linux, 0 on some virtual devices)."""
+    source = '/sys/class/net/IF/mtu'
+    lines = [line for line in _lines(text, source) if line.strip()]
+    if len(lines) != 1:
+        raise ParseError(source, 'expected one line with the MTU', text)
+    return int_from_text(lines[0], source, 'mtu', text, low=0, high=1 << 20)
+
+
+def parse_ip_addr(text):
+    """Parse ``ip -j addr show [scope global]``: ``[{ifname, family, address, prefixlen, scope}]``, one per address.
+
+    The empty objects iproute2 prints for addresses its filter left out are skipped.
+    """
+    source = 'ip -j addr show'
+    data = _json(text, source)
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ParseError(source, 'expected a JSON list of interfaces', text)
+    out = []
+    for link in data:
+        if not isinstance(link, dict) or not isinstance(link.get('ifname'), str):
+            raise ParseError(source, 'an interface without ifname', text)
+        infos = link.get('addr_info') or []
+        if not isinstance(infos, list):
+            raise ParseError(source, '%s: addr_info is not a list' % link['ifname'], text)
+        for info in infos:
+            if not isinstance(info, dict) or 'local' not in info:
+                continue
+            address = _opt_str(info, 'local', source, text)
+            prefix = info.get('prefixlen')
+            if not isinstance(prefix, int) or isinstance(prefix, bool) or not 0 <= prefix <= 128:
+                raise ParseError(source, '%s: prefixlen of %s is not a number' % (link['ifname'], address), text)
+            out.append({'ifname': link['ifname'], 'family': _opt_str(info, 'family', source, text), 'address': address,
+                        'prefixlen': prefix, 'scope': _opt_str(info, 'scope', source, text)})
+    return out

@@ -301,6 +301,17 @@ def evaluate_soak(run, spec, host, component='soak'):
     return findings
 
 
+def evaluate_mesh(run, host):
+    """The SSH mesh and fabric preflight of a job (``run``: ``findings`` of the host's ``mesh_check`` and of the
+    once-per-job ``mesh_compare``, already in the finding shape): this host's findings, kept as they are. A
+    preflight that was requested and gave no result is ``mesh.not_measured``, never a pass."""
+    if not isinstance(run.get('findings'), list):
+        return [_finding(host, 'workload.not_measured', run.get('component') or 'ssh mesh', 'not measured: no result',
+                         'a mesh_check result', 'the SSH mesh preflight was requested but gave no result: %s'
+                         % excerpt(str(run.get('message') or 'no findings list'), 300))]
+    return [dict(f) for f in run['findings'] if isinstance(f, dict) and f.get('host', host) == host and f.get('check')]
+
+
 EVALUATORS = {
     'nccl_tests': lambda run, profile, host: evaluate_nccl_tests(run, profile, host, run.get('component')),
     'torch_allreduce': evaluate_torch_allreduce,
@@ -311,6 +322,7 @@ EVALUATORS = {
     'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
     'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
     'link_counters': _links.evaluate_counter_growth,
+    'mesh': lambda run, profile, host: evaluate_mesh(run, host),
 }
 
 
@@ -327,6 +339,9 @@ def summarise_run(kind, run):
             'command': run.get('command'), 'timed_out': run.get('timed_out')}
     if kind == 'link_counters':
         keep['counter_growth'] = _links.summarise_growth(run, sorted(_links.GROWTH_SUMMARY))
+        return keep
+    if kind == 'mesh':
+        keep.update(peers=run.get('peers_checked'), interface=run.get('interface'), mtu=run.get('mtu'))
         return keep
     try:
         if kind == 'nccl_tests':

@@ -100,6 +100,13 @@ verdicts:
   description: For each host of RV(gate_hosts), the message the gate fails it with.
   returned: success
   type: dict
+failed_checks:
+  description:
+    - For each host of RV(gate_hosts), the names of the checks it failed (C(probe) for a host that was not probed);
+      site.yml writes them into the scheduler's drain reason.
+  returned: success
+  type: dict
+  sample: {node2: [gpu.count, nvlink.links_per_pair]}
 fleet_findings:
   description:
     - The findings the fleet and history checks added, per host (only hosts that got one). They are in the report and

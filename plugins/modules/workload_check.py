@@ -36,10 +36,13 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [ddp_smoke, fault_isolation, link_counters, nccl_tests, not_measured, soak, task_error, torch_allreduce]
+    choices: [ddp_smoke, fault_isolation, link_counters, mesh, nccl_tests, not_measured, soak, task_error, torch_allreduce]
   run:
-    description: The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
-      (or O(component)) naming the collective.
+    description:
+      - The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key
+        (or O(component)) naming the collective.
+      - For C(mesh), C(findings) (the host's M(xuanwu.cluster.mesh_check) and M(xuanwu.cluster.mesh_compare) findings),
+        C(peers_checked), C(interface), C(mtu).
     type: dict
     required: true
   component:

@@ -22,7 +22,9 @@ from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 PRODUCED = ('xuanwu_profile_resolved', 'xuanwu_profile_path', 'xuanwu_findings', 'xuanwu_status', 'xuanwu_workloads',
             'xuanwu_run_id', 'xuanwu_run_started', 'xuanwu_run_hosts', 'xuanwu_check_summary', 'xuanwu_facts',
             'xuanwu_facts_end', 'xuanwu_node', 'xuanwu_group_findings',
-            'xuanwu_group_failing', 'xuanwu_stage_hosts', 'xuanwu_multinode_hosts', 'xuanwu_recheck_hosts')
+            'xuanwu_group_failing', 'xuanwu_stage_hosts', 'xuanwu_multinode_hosts', 'xuanwu_recheck_hosts',
+            'xuanwu_rollout_hosts', 'xuanwu_rollout_record', 'xuanwu_batch', 'xuanwu_batch_hosts',
+            'xuanwu_mesh', 'xuanwu_mesh_peers')
 
 
 def known_variables():

@@ -122,11 +122,26 @@ def _fmt(value):
     return str(value)
 
 
+# The checks of a stage (collectives, workloads, the SSH mesh) are test cases of a host only where that stage ran
+# on it (a run of one of these kinds in its workloads) or found something: a stage that did not run is no pass.
+STAGE_AREAS = {
+    'collectives': ('nccl_tests',),
+    'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters'),
+    'mesh': ('mesh',),
+}
+
+
+def _applies(check, kinds):
+    area = check.split('.', 1)[0]
+    return area not in STAGE_AREAS or bool(kinds & set(STAGE_AREAS[area]))
+
+
 def render_junit(report, catalogue):
     """One testsuite per host, one testcase per host × check (``catalogue`` maps check id to its title).
 
     A check with a ``fail`` finding is a failure, ``warn``/``info`` findings are written to the
-    testcase's system-out; a host that could not be probed is one errored testcase.
+    testcase's system-out; a host that could not be probed is one errored testcase. The checks of a
+    stage that did not run on the host are left out (``STAGE_AREAS``), never listed as passed.
     """
     report, catalogue = _scrub(report), _scrub(catalogue)
     suites = []
@@ -135,7 +150,8 @@ def render_junit(report, catalogue):
         by_check = {}
         for finding in entry['findings']:
             by_check.setdefault(finding['check'], []).append(finding)
-        check_ids = sorted(set(catalogue) | set(by_check))
+        kinds = set(w.get('kind') for w in entry.get('workloads') or [] if isinstance(w, dict))
+        check_ids = sorted(set(c for c in catalogue if _applies(c, kinds)) | set(by_check))
         cases = []
         h_fail = h_err = 0
         if entry.get('error'):

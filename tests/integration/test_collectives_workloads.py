@@ -145,7 +145,7 @@ def test_multinode_launch_line_hostfile_and_env_are_kept(tmp_path, output, ranks
     capture = os.path.join(DERIVED, output) if ranks == 16 else os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')
     write_test_double(mpirun, 'echo "$@" > %s\ncat %s\n' % (tmp_path / 'mpirun.args', capture))
     inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
-                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
+                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True, xuanwu_mesh_check=False,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
                     xuanwu_nccl_env={'NCCL_IB_HCA': 'mlx5_0,mlx5_1', 'NCCL_SOCKET_IFNAME': 'eth0'})
     rc, out, (folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_connection=local')

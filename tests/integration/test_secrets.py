@@ -43,7 +43,7 @@ def test_secrets_are_redacted_everywhere_and_reach_the_process(tmp_path, monkeyp
     capture = os.path.join(DERIVED, output) if ranks == 16 else os.path.join(HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')
     mpirun = fake_mpirun(tmp_path, capture)
     inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
-                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True, xuanwu_validate_collectives=True,
+                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True, xuanwu_mesh_check=False, xuanwu_validate_collectives=True,
                     xuanwu_collectives=['all_reduce'], xuanwu_collectives_gpus=4,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
                     xuanwu_nccl_env=NCCL_ENV)
@@ -103,7 +103,7 @@ def test_argument_injection_fails_the_preflight(tmp_path, host_vars, named):
     fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
     mpirun = fake_mpirun(tmp_path, os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_16-ranks.txt'))
     hosts = {'gpu-a': dict({'ansible_host': '10.0.0.1'}, **host_vars), 'gpu-b': {'ansible_host': '10.0.0.2'}}
-    inv = inventory(tmp_path, hosts, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
+    inv = inventory(tmp_path, hosts, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True, xuanwu_mesh_check=False,
                     xuanwu_validate_collectives=True, xuanwu_collectives=['all_reduce'], xuanwu_collectives_gpus=4,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8)
     rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'ansible_connection=local',
@@ -119,7 +119,7 @@ def test_the_multinode_stage_in_check_mode_runs_nothing_and_leaves_no_hostfile(t
     fake_nccl_tests(tmp_path / 'bin', tmp_path / 'calls.log', {})
     mpirun = fake_mpirun(tmp_path, os.path.join(DERIVED, 'nccl-tests_all_reduce_perf_16-ranks.txt'))
     inv = inventory(tmp_path, {'gpu-a': {'ansible_host': '10.0.0.1'}, 'gpu-b': {'ansible_host': '10.0.0.2'}},
-                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True,
+                    xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_multinode=True, xuanwu_mesh_check=False,
                     xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_mpirun=str(mpirun), xuanwu_multinode_slots=8,
                     xuanwu_nccl_env=NCCL_ENV)
     rc, out, (_folder, report) = run_validate(tmp_path, inv, '-e', 'ansible_connection=local', '--check')

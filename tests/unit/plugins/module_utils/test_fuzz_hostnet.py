@@ -47,6 +47,10 @@ CORPUS = {
     net.parse_roce_ecn: (_derived('net', 'roce_ecn_'), [], dict),
     net.parse_dcb_pfc: (_derived('net', 'dcb_'), ['{"prio_pfc":{"0":"off","3":"on"}}'], dict),
     net.parse_mlnx_qos: (_derived('net', 'mlnx_qos_'), [], dict),
+    net.parse_route_get: (sorted(os.path.join(VM, n) for n in os.listdir(VM) if 'route_get' in n and 'missing' not in n)
+                          + _derived('net', 'ip_route_get_'), ['10.0.0.3 via 10.0.0.1 dev ib0 src 10.0.0.2 uid 0\n'], dict),
+    net.parse_ip_addr: ([os.path.join(VM, 'ip_-j_addr_show_scope_global.json')], ['[]'], list),
+    net.parse_mtu: ([os.path.join(VM, 'sys_class_net_eth0_mtu.txt')], ['9000\n', '65536'], int),
     net.parse_dcb_app: ([], ['{"dscp_prio":[[26,3],[24,3],[24,5],[48,6]]}', '[{"dscp_prio":[{"dscp":24,"prio":3}]}]'], dict),
     host.parse_os_release: ([os.path.join(VM, 'os-release.txt'), os.path.join(H200, 'os-release.txt')], [], dict),
     host.parse_uname: ([os.path.join(VM, 'uname_-a.txt'), os.path.join(H200, 'uname_-a.txt')],

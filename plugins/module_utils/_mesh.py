@@ -1,0 +1,535 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The SSH mesh and fabric preflight: what a node's probe of its peers means (docs/ssh-mesh.md).
+
+``xuanwu.cluster.mesh_check`` probes every peer from a node (``_mesh_probe``) and turns each peer's record into
+findings here (``peer_findings``, ``node_findings``); ``known_hosts`` lines are read and matched here the way
+OpenSSH matches them (hashed names, ``[host]:port``, wildcards, negation, ``@revoked``); ``mtu_findings``
+compares every host's (interface, MTU) once, on the controller (``xuanwu.cluster.mesh_compare``).
+Every finding names both ends (``node1 → node3``). The role ``ssh_trust`` builds every node's
+authorized_keys and known_hosts lines once, from what each node read of itself (``trust_files``).
+Pure: no I/O, no Ansible imports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_net import parse_ip_addr
+
+SSH_PORT = 22
+MAX_WORKERS = 64
+ARROW = u'\u2192'
+_KIND = u'<node> \u2192 <peer>'
+
+CHECKS = {
+    'mesh.not_measured': _findings.entry(
+        'No mesh result for a host', 'fail',
+        'xuanwu.cluster.mesh_check did not run or returned nothing on {node}: see the task\'s error for that host '
+        '(unreachable, paramiko missing, bad arguments) and run it again.',
+        kind='<node>', compares='every host of the job has a mesh_check result'),
+    'mesh.dns': _findings.entry(
+        'Peer name does not resolve on the node', 'fail',
+        'Make {address} resolve on {node} the way the job names it (DNS or /etc/hosts on every node, the same '
+        'answers everywhere), or give mesh_check and the job the peer\'s IP address.',
+        kind=_KIND, compares='the peer address resolves on the node (getaddrinfo)'),
+    'mesh.interface': _findings.entry(
+        'Job interface missing on the node', 'fail',
+        '{node} has no readable interface {interface} (`ip link show {interface}`): fix the interface name the job '
+        'uses (NCCL_SOCKET_IFNAME, btl_tcp_if_include) or the node\'s network configuration.',
+        kind=u'<node> \u2192 *', compares='/sys/class/net/<interface>/mtu reads as a number'),
+    'mesh.route': _findings.entry(
+        'Peer not routed through the job interface', 'fail',
+        'NCCL/MPI traffic to {peer} leaves {node} through {measured} instead of {interface}: fix the routes '
+        '(`ip route get {address}` on {node}), the addresses of {interface}, or the interface the job names '
+        '(NCCL_SOCKET_IFNAME, btl_tcp_if_include).',
+        kind=_KIND, compares='`ip route get <peer address>` on the node leaves through the given interface'),
+    'mesh.tcp': _findings.entry(
+        'TCP port of a peer not reachable', 'fail',
+        'Open TCP port {port} of {peer} to {node}: check the service listens (`ss -ltn` on {peer}), the firewall of '
+        'both nodes and the switch ACLs, and that the address is the peer\'s.',
+        kind=_KIND, compares='a TCP connection from the node to the peer address and port opens within the timeout'),
+    'mesh.ssh': _findings.entry(
+        'SSH handshake with a peer failed', 'fail',
+        'The TCP port {port} of {peer} answers but no SSH session could be negotiated from {node}: check sshd on '
+        '{peer} (`sshd -T`, its log) and that the port is sshd\'s.',
+        kind=_KIND, compares='an SSH transport negotiates with the peer (paramiko)'),
+    'mesh.known_hosts': _findings.entry(
+        'known_hosts missing or empty on the node', 'fail',
+        'Write the peers\' host keys to {known_hosts} on {node} (role xuanwu.cluster.ssh_trust); host keys are '
+        'never accepted on first use.',
+        kind=u'<node> \u2192 *', compares='the known_hosts file holds host keys'),
+    'mesh.ssh_key': _findings.entry(
+        'Client key of the node unreadable', 'fail',
+        'Create or fix the key {key_file} of {user} on {node} (role xuanwu.cluster.ssh_trust makes an ed25519 key '
+        'without a passphrase when it is missing).',
+        kind=u'<node> \u2192 *', compares='the client key file loads (ed25519, ecdsa or rsa, no passphrase)'),
+    'mesh.host_key_unknown': _findings.entry(
+        'Host key of a peer unknown', 'fail',
+        '{known_hosts} on {node} has no host key for {peer} ({names}): add it from the peer itself (role '
+        'xuanwu.cluster.ssh_trust reads it over the managed connection), never by accepting it on first use.',
+        kind=_KIND, compares='the peer\'s host key is in known_hosts under its name, address or IP'),
+    'mesh.host_key_changed': _findings.entry(
+        'Host key of a peer changed', 'fail',
+        'The host key {peer} presented to {node} is not the one {known_hosts} holds for it: find out why (a '
+        'reinstalled node, an address taken by another machine, an attack) before replacing the entry '
+        '(`ssh-keygen -R {address} -f {known_hosts}`, then ssh_trust).',
+        kind=_KIND, compares='the peer\'s host key equals the known_hosts entry (and is not @revoked)'),
+    'mesh.ssh_auth': _findings.entry(
+        'Passwordless SSH to a peer refused', 'fail',
+        'Add the public key of {key_file} of {node} to ~{user}/.ssh/authorized_keys on {peer} (role '
+        'xuanwu.cluster.ssh_trust); check sshd\'s PubkeyAuthentication, AllowUsers and the file modes on {peer}.',
+        kind=_KIND, compares='public-key authentication as the user succeeds'),
+    'mesh.mtu': _findings.entry(
+        'MTU of the job interface differs between nodes', 'fail',
+        'Set the same MTU on the job interface of every node (and the switch ports between them): '
+        '`ip link set {interface} mtu {expected_mtu}` on {node}, made permanent in the network configuration; '
+        'mismatched MTUs hang or time out NCCL over sockets.',
+        kind=_KIND, compares='the MTU of the job interface on the node equals the MTU most nodes of the job have'),
+}
+
+
+def link(node, peer):
+    """``node → peer``: the component of a finding between two nodes."""
+    return u'%s %s %s' % (node, ARROW, peer)
+
+
+def _finding(check, node, peer, measured, expected, message, context):
+    context = dict(context, node=node, peer=peer)
+    return _findings.make(CHECKS, node, check, link(node, peer), measured, expected, message, context=context)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments
+
+def normalise_peers(peers):
+    """``[{name, address, port}]`` from the module's ``peers``; raises ValueError naming the bad entry."""
+    out = []
+    for index, peer in enumerate(peers or []):
+        if isinstance(peer, str):
+            peer = {'name': peer}
+        if not isinstance(peer, dict):
+            raise ValueError('peers[%d] must be a dict with name (and address, port), got %r' % (index, peer))
+        unknown = sorted(set(peer) - set(('name', 'address', 'port')))
+        if unknown:
+            raise ValueError('peers[%d] has unknown keys %s (allowed: name, address, port)' % (index, ', '.join(unknown)))
+        name = peer.get('name') or peer.get('address')
+        address = peer.get('address') or name
+        if not isinstance(name, str) or not name.strip() or not isinstance(address, str) or not address.strip():
+            raise ValueError('peers[%d] needs a name or an address (strings), got %r' % (index, peer))
+        port = peer.get('port', SSH_PORT)
+        try:
+            port = int(port if port is not None else SSH_PORT)
+        except (TypeError, ValueError):
+            raise ValueError('peers[%d].port must be a TCP port number, got %r' % (index, peer.get('port')))
+        if not 0 < port < 65536:
+            raise ValueError('peers[%d].port must be between 1 and 65535, got %d' % (index, port))
+        out.append({'name': name.strip(), 'address': address.strip(), 'port': port})
+    return out
+
+
+def ports(values):
+    """The extra TCP ports (``tcp_ports``) as integers; raises ValueError for anything else."""
+    out = []
+    for value in values or []:
+        try:
+            port = int(value)
+        except (TypeError, ValueError):
+            raise ValueError('tcp_ports must hold TCP port numbers, got %r' % (value,))
+        if not 0 < port < 65536:
+            raise ValueError('tcp_ports must hold ports between 1 and 65535, got %d' % port)
+        if port not in out:
+            out.append(port)
+    return out
+
+
+def workers(value, peers):
+    """Threads for ``peers`` peers: at least 1, at most ``MAX_WORKERS`` and never more than the peers."""
+    return max(1, min(int(value or 1), MAX_WORKERS, max(peers, 1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# known_hosts, as OpenSSH reads it (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT")
+
+def parse_known_hosts(text):
+    """The entries of a known_hosts file: ``{'entries': [{marker, hosts, keytype, key, line}], 'bad_lines': [n]}``.
+
+    Comments and blank lines are skipped; a line that is not ``[@marker] hosts keytype base64-key [comment]``
+    is listed in ``bad_lines`` (1-based), as OpenSSH skips it.
+    """
+    entries, bad = [], []
+    for number, raw in enumerate((text or '').splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith('#'):
+            continue
+        fields = line.split()
+        marker = None
+        if fields[0].startswith('@'):
+            marker = fields.pop(0)[1:]
+        if len(fields) < 3 or marker not in (None, 'revoked', 'cert-authority') or not _is_base64(fields[2]):
+            bad.append(number)
+            continue
+        entries.append({'marker': marker, 'hosts': fields[0], 'keytype': fields[1], 'key': fields[2], 'line': number})
+    return {'entries': entries, 'bad_lines': bad}
+
+
+def _is_base64(text):
+    try:
+        base64.b64decode(text.encode('ascii'), validate=True)
+    except (binascii.Error, ValueError, UnicodeError):
+        return False
+    return True
+
+
+def _hashed_match(field, name):
+    parts = field.split('|')
+    if len(parts) != 4 or parts[1] != '1':
+        return False
+    try:
+        salt = base64.b64decode(parts[2])
+        digest = base64.b64decode(parts[3])
+    except (binascii.Error, ValueError):
+        return False
+    return hmac.compare_digest(hmac.new(salt, name.encode('utf-8'), hashlib.sha1).digest(), digest)
+
+
+def _pattern_match(pattern, name):
+    regex = ''.join('.*' if c == '*' else '.' if c == '?' else re.escape(c) for c in pattern)
+    return re.match('^%s$' % regex, name, re.IGNORECASE) is not None
+
+
+def hosts_match(field, name):
+    """True when ``name`` (``host`` or ``[host]:port``) is matched by a known_hosts host field."""
+    if field.startswith('|'):
+        return _hashed_match(field, name)
+    matched = False
+    for pattern in field.split(','):
+        if pattern.startswith('!'):
+            if _pattern_match(pattern[1:], name):
+                return False
+        elif _pattern_match(pattern, name):
+            matched = True
+    return matched
+
+
+def lookup_names(peer, resolved=None):
+    """The names OpenSSH looks a peer up under: its address, its name, its IP (``[x]:port`` off port 22)."""
+    names = []
+    for value in (peer.get('address'), peer.get('name'), resolved):
+        if not value:
+            continue
+        value = value.lower()
+        if peer.get('port', SSH_PORT) != SSH_PORT:
+            value = '[%s]:%d' % (value, peer['port'])
+        if value not in names:
+            names.append(value)
+    return names
+
+
+def _matching(entries, names):
+    return [e for e in entries if e['marker'] != 'cert-authority' and any(hosts_match(e['hosts'], n) for n in names)]
+
+
+def base_keytype(name):
+    """The key type of a host-key algorithm: ``rsa-sha2-512`` and ``rsa-sha2-256`` are ``ssh-rsa`` keys."""
+    return 'ssh-rsa' if name in ('rsa-sha2-256', 'rsa-sha2-512') else name
+
+
+def known_keytypes(entries, names):
+    """The key types known_hosts holds for any of ``names`` (the algorithms to offer the peer first)."""
+    return sorted(set(e['keytype'] for e in _matching(entries, names) if e['marker'] is None))
+
+
+def judge_host_key(entries, names, keytype, key):
+    """``ok``, ``unknown`` (no entry for the names), ``changed`` (entries, none this key) or ``revoked``.
+
+    Any matching line with the key is enough (OpenSSH reads every line); ``keytype`` None means the peer
+    offered no key of the types known for it.
+    """
+    if key is not None and any(e['marker'] == 'revoked' and e['key'] == key for e in entries):
+        return 'revoked'
+    found = [e for e in _matching(entries, names) if e['marker'] is None]
+    if not found:
+        return 'unknown'
+    if keytype is not None and any(e['keytype'] == keytype and e['key'] == key for e in found):
+        return 'ok'
+    return 'changed'
+
+
+def fingerprint(key):
+    """``SHA256:...`` of a base64 public key, as ``ssh-keygen -l`` prints it."""
+    try:
+        raw = base64.b64decode(key)
+    except (binascii.Error, ValueError, TypeError):
+        return None
+    return 'SHA256:' + base64.b64encode(hashlib.sha256(raw).digest()).decode('ascii').rstrip('=')
+
+
+# ---------------------------------------------------------------------------------------------
+# Findings of one node
+
+def node_findings(node, settings):
+    """The findings about the node itself: job interface unreadable, known_hosts missing or empty, client key
+    unreadable.
+
+    ``settings``: ``{ssh, interface, mtu_error, known_hosts, known_hosts_state ('ok'|'missing'|'empty'|...),
+    key_file, key_error, user}``.
+    """
+    out = []
+    context = dict((k, settings.get(k)) for k in ('known_hosts', 'key_file', 'user', 'interface'))
+    if settings.get('interface') and settings.get('mtu_error'):
+        message = 'the job interface %s of %s cannot be read: %s' % (settings['interface'], node, settings['mtu_error'])
+        out.append(_finding('mesh.interface', node, '*', settings['mtu_error'], '%s exists' % settings['interface'],
+                            message, context))
+    if not settings.get('ssh'):
+        return out
+    state = settings.get('known_hosts_state')
+    if state != 'ok':
+        out.append(_finding('mesh.known_hosts', node, '*', '%s: %s' % (settings.get('known_hosts'), state),
+                            'a known_hosts file with the peers\' host keys',
+                            'known_hosts %s is %s: no peer\'s host key can be verified, SSH to the peers was not '
+                            'tried' % (settings.get('known_hosts'), state), context))
+    if settings.get('key_error'):
+        out.append(_finding('mesh.ssh_key', node, '*', '%s: %s' % (settings.get('key_file'), settings['key_error']),
+                            'a readable private key without a passphrase',
+                            'the client key %s cannot be loaded (%s): authentication to the peers was not tried'
+                            % (settings.get('key_file'), settings['key_error']), context))
+    return out
+
+
+def peer_findings(node, record, settings):
+    """The findings of one peer's record (``_mesh_probe.probe_peer``) from ``node``."""
+    peer = record['name']
+    context = {'address': record.get('address'), 'known_hosts': settings.get('known_hosts'),
+               'key_file': settings.get('key_file'), 'user': settings.get('user'),
+               'interface': settings.get('interface')}
+    where = '%s (%s)' % (peer, record.get('address')) if record.get('address') != peer else peer
+    if record.get('resolve_error'):
+        return [_finding('mesh.dns', node, peer, 'does not resolve: %s' % record['resolve_error'],
+                         '%s resolves to an address' % record.get('address'),
+                         '%s cannot resolve %s: %s' % (node, where, record['resolve_error']), context)]
+    out = []
+    out.extend(_route_findings(node, peer, record, settings, context))
+    for port, error in sorted((record.get('tcp') or {}).items()):
+        if error:
+            ctx = dict(context, port=port)
+            out.append(_finding('mesh.tcp', node, peer, '%s:%d: %s' % (record['resolved'], port, error),
+                                'TCP %s:%d connects within %ss' % (record['resolved'], port, settings.get('timeout')),
+                                '%s cannot open TCP port %d of %s: %s' % (node, port, where, error), ctx))
+    ssh = record.get('ssh')
+    if ssh:
+        out.extend(_ssh_findings(node, peer, where, record, ssh, dict(context, port=record.get('port'))))
+    return out
+
+
+def _route_findings(node, peer, record, settings, context):
+    interface = settings.get('interface')
+    if not interface:
+        return []
+    if record.get('route_error'):
+        return [_finding('mesh.route', node, peer, 'route unreadable: %s' % record['route_error'], 'dev %s' % interface,
+                         'the route from %s to %s could not be read: %s' % (node, where_of(record), record['route_error']),
+                         dict(context, measured='an unknown device'))]
+    route = record.get('route') or {}
+    if route.get('type') == 'local' or route.get('dev') == interface:
+        return []
+    via = ' via %s' % route['via'] if route.get('via') else ''
+    measured = 'dev %s%s' % (route.get('dev'), via)
+    return [_finding('mesh.route', node, peer, measured, 'dev %s' % interface,
+                     'traffic from %s to %s (%s) leaves through %s%s, not the job interface %s'
+                     % (node, peer, record['resolved'], route.get('dev'), via, interface),
+                     dict(context, measured=route.get('dev')))]
+
+
+def where_of(record):
+    return '%s (%s)' % (record['name'], record.get('resolved') or record.get('address'))
+
+
+def _ssh_findings(node, peer, where, record, ssh, context):
+    key = ssh.get('host_key')
+    context = dict(context, names=', '.join(ssh.get('names') or []))
+    if ssh.get('error') and key is None:
+        return [_finding('mesh.ssh', node, peer, ssh['error'], 'an SSH session on port %s' % record.get('port'),
+                         'no SSH session from %s to %s: %s' % (node, where, ssh['error']), context)]
+    if key == 'unknown':
+        measured = '%s %s not in %s' % (ssh.get('keytype'), ssh.get('fingerprint'), context['known_hosts'])
+        return [_finding('mesh.host_key_unknown', node, peer, measured,
+                         'a known_hosts entry for %s' % context['names'],
+                         '%s does not know the host key of %s (looked up as %s); it was not accepted and SSH was not '
+                         'tried' % (node, where, context['names']), context)]
+    if key in ('changed', 'revoked'):
+        measured = '%s %s' % (ssh.get('keytype'), ssh.get('fingerprint')) if ssh.get('keytype') else ssh.get('error')
+        what = 'is revoked (@revoked) in %s' % context['known_hosts'] if key == 'revoked' else \
+            'differs from the one %s holds for %s' % (context['known_hosts'], context['names'])
+        return [_finding('mesh.host_key_changed', node, peer, measured,
+                         'the host key of %s in %s' % (context['names'], context['known_hosts']),
+                         'the host key %s presented to %s %s; SSH was not tried' % (where, node, what), context)]
+    if ssh.get('auth') is False:
+        return [_finding('mesh.ssh_auth', node, peer, 'refused: %s' % (ssh.get('error') or 'authentication failed'),
+                         '%s logs in to %s with %s' % (context['user'], peer, context['key_file']),
+                         '%s cannot log in to %s as %s with %s: %s' % (node, where, context['user'], context['key_file'],
+                                                                       ssh.get('error') or 'authentication failed'), context)]
+    return []
+
+
+def peer_summary(record):
+    """A peer as mesh_check returns it: ``{name, address, resolved, tcp_ok, ssh_ok, host_key, route_dev, error}``.
+
+    ``tcp_ok`` / ``ssh_ok`` are None where nothing was tried (a name that did not resolve, ``ssh: false``,
+    an unverified host key), never True.
+    """
+    tcp = record.get('tcp') or {}
+    ssh = record.get('ssh')
+    errors = [record.get('resolve_error'), record.get('route_error')] + [
+        'tcp %d: %s' % (port, error) for port, error in sorted(tcp.items()) if error]
+    if ssh and ssh.get('error'):
+        errors.append('ssh: %s' % ssh['error'])
+    ssh_ok = None
+    if ssh and ssh.get('auth') is not None:
+        ssh_ok = bool(ssh['auth'])
+    elif ssh and ssh.get('host_key') not in (None, 'ok'):
+        ssh_ok = False
+    return {'name': record['name'], 'address': record.get('address'), 'resolved': record.get('resolved'),
+            'tcp_ok': all(e is None for e in tcp.values()) if tcp else None, 'ssh_ok': ssh_ok,
+            'host_key': ssh.get('host_key') if ssh else None,
+            'route_dev': (record.get('route') or {}).get('dev'),
+            'error': '; '.join(e for e in errors if e) or None}
+
+
+# ---------------------------------------------------------------------------------------------
+# The nodes of a job compared (once, on the controller)
+
+def mtu_findings(results):
+    """``{host: [mesh.mtu / mesh.not_measured findings]}`` from ``{host: mesh_check result}``.
+
+    The reference is the MTU most hosts have (a tie goes to the larger MTU); each host with another MTU gets
+    one finding naming it and a host with the reference MTU. A host without a result, or whose result has no
+    interface, is not measured (``mesh.not_measured``). A host whose interface's MTU was unreadable already
+    has its own finding from mesh_check and is left out. Linear in the number of hosts.
+    """
+    out = {}
+    measured = {}
+    for host in sorted(results):
+        result = results[host]
+        if not isinstance(result, dict) or result.get('skipped') or 'mtu' not in result:
+            out[host] = [_findings.make(CHECKS, host, 'mesh.not_measured', host, 'no mesh_check result',
+                                        'a mesh_check result with the MTU of the job interface',
+                                        'mesh_check returned no result for %s: the MTU of its job interface is not '
+                                        'known' % host, context={'node': host})]
+        elif not result.get('interface'):
+            out[host] = [_findings.make(CHECKS, host, 'mesh.not_measured', host, 'mesh_check ran without interface',
+                                        'the MTU of the job interface',
+                                        'mesh_check ran on %s without an interface: no MTU to compare' % host,
+                                        context={'node': host})]
+        elif isinstance(result.get('mtu'), int):
+            measured[host] = (result['interface'], result['mtu'])
+    counts = {}
+    for _interface, mtu in measured.values():
+        counts[mtu] = counts.get(mtu, 0) + 1
+    if len(counts) < 2:
+        return out
+    reference = max(counts, key=lambda mtu: (counts[mtu], mtu))
+    ref_host = min(h for h, (_i, mtu) in measured.items() if mtu == reference)
+    ref_interface = measured[ref_host][0]
+    for host in sorted(measured):
+        interface, mtu = measured[host]
+        if mtu == reference:
+            continue
+        context = {'node': host, 'peer': ref_host, 'interface': interface, 'expected_mtu': reference}
+        out.setdefault(host, []).append(_findings.make(
+            CHECKS, host, 'mesh.mtu', link(host, ref_host), '%s mtu %d' % (interface, mtu),
+            'mtu %d (%s of %s on %d of %d hosts)' % (reference, ref_interface, ref_host, counts[reference], len(measured)),
+            'the job interface %s of %s has MTU %d, %s has %d on %s (as %d of %d hosts): frames larger than %d are '
+            'dropped between them' % (interface, host, mtu, ref_host, reference, ref_interface, counts[reference],
+                                      len(measured), min(mtu, reference)), context=context))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# ssh_trust: every node's keys, once (the role's read task prints the sections below)
+
+SECTIONS = ('user-key', 'host-keys', 'addresses', 'ansible-host')
+_KEY_LINE = re.compile(r'^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|'
+                       r'sk-ecdsa-sha2-nistp256@openssh\.com) ([A-Za-z0-9+/]+={0,2})(?:\s.*)?$')
+
+
+def parse_trust_read(text):
+    """What the ssh_trust read task printed on a node: ``{user_key, host_keys, addresses, ansible_host, problems}``.
+
+    Sections start with ``== <name>`` (``SECTIONS``); keys are ``type base64`` (the comment dropped), addresses
+    come from ``ip -j addr show scope global``. What cannot be read is listed in ``problems``, never raised.
+    """
+    sections = dict((name, []) for name in SECTIONS)
+    current = None
+    for line in (text or '').splitlines():
+        if line.startswith('== ') and line[3:].strip() in sections:
+            current = line[3:].strip()
+        elif current and line.strip():
+            sections[current].append(line.strip())
+    problems = []
+    user = _public_keys(sections['user-key'], problems)
+    host_keys = _public_keys(sections['host-keys'], problems)
+    addresses = []
+    if sections['addresses']:
+        try:
+            addresses = [a['address'] for a in parse_ip_addr('\n'.join(sections['addresses']))]
+        except ParseError as exc:
+            problems.append('addresses: %s' % exc)
+    return {'user_key': user[0] if user else None, 'host_keys': host_keys,
+            'addresses': addresses, 'ansible_host': (sections['ansible-host'] or [None])[0], 'problems': problems}
+
+
+def _public_keys(lines, problems):
+    keys = []
+    for line in lines:
+        match = _KEY_LINE.match(line)
+        if match and _is_base64(match.group(2)):
+            keys.append('%s %s' % (match.group(1), match.group(2)))
+        else:
+            problems.append('not a public key: %r' % line[:80])
+    return keys
+
+
+def _known_name(name, port):
+    return name if port == SSH_PORT else '[%s]:%d' % (name, port)
+
+
+def trust_files(reads, port=SSH_PORT, addresses=True):
+    """authorized_keys and known_hosts lines for every node, from ``{host: parse_trust_read(...)}``, once.
+
+    Each node's host keys are listed under its inventory name, its ``ansible_host`` and (``addresses``) its global
+    addresses; an address that more than one node has (a container bridge such as docker0's) is left out, since
+    it names no single node. ``missing``: ``{host: what}`` for a node with no user key or no host key.
+    Linear in the number of nodes.
+    """
+    owners = {}
+    if addresses:
+        for host, read in reads.items():
+            for address in set(read.get('addresses') or []):
+                owners.setdefault(address, set()).add(host)
+    shared = sorted(a for a, hosts in owners.items() if len(hosts) > 1)
+    authorized, known, missing = [], [], {}
+    for host in sorted(reads):
+        read = reads[host]
+        lacking = [what for what, value in (('no user key', read.get('user_key')), ('no host key', read.get('host_keys')))
+                   if not value]
+        if lacking or read.get('problems'):
+            missing[host] = ', '.join(lacking + list(read.get('problems') or []))
+        if read.get('user_key') and read['user_key'] not in authorized:
+            authorized.append(read['user_key'])
+        names = [host]
+        for name in [read.get('ansible_host')] + (sorted(set(read.get('addresses') or []) - set(shared)) if addresses else []):
+            if name and name not in names:
+                names.append(name)
+        field = ','.join(_known_name(name, port) for name in names)
+        known.extend('%s %s' % (field, key) for key in read.get('host_keys') or [])
+    return {'authorized_keys': authorized, 'known_hosts': known, 'missing': missing, 'shared_addresses': shared}

@@ -1,0 +1,631 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Drain, resume and plan nodes of a batch scheduler (no Ansible imports; Python 3.8 compatible).
+
+Command construction (argument vectors, never shell text), output parsing and the ownership decisions
+of the ``scheduler_node`` module, for the backends ``none``, ``slurm`` and ``kubernetes``.
+
+Ownership rule: a drain made by this collection carries the reason ``xuanwu <run id>: <text>``
+(Slurm: the node's Reason; Kubernetes: the annotations ``xuanwu.io/drained-by`` and
+``xuanwu.io/drain-reason``). A node that is unavailable for any other reason belongs to someone else
+and is never changed. ``run_action`` carries out one action through a ``run(argv, mutating)``
+callable, so that every decision is testable without a scheduler.
+
+Parsers raise only ``ParseError``; bad input and failed commands raise ``SchedulerError``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
+
+BACKENDS = ('none', 'slurm', 'kubernetes')
+ACTIONS = ('drain', 'resume', 'fail', 'plan')
+REASON_PREFIX = 'xuanwu'
+DEFAULT_REASON = 'rollout'
+# slurmdbd keeps a node event's reason in a TINYTEXT column (255 bytes); a longer reason is cut there.
+SLURM_REASON_MAX_BYTES = 255
+ELLIPSIS = '...'
+ANNOTATION_RUN = 'xuanwu.io/drained-by'
+ANNOTATION_REASON = 'xuanwu.io/drain-reason'
+# Kubernetes annotation values have no length limit short of the object's 256 KiB; keep them readable.
+KUBE_REASON_MAX_CHARS = 1024
+RUN_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$')
+NODE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
+
+# The conditions a node is in, whatever the backend.
+AVAILABLE, DRAINING, DRAINED, DOWN = 'available', 'draining', 'drained', 'down'
+UNAVAILABLE = (DRAINING, DRAINED, DOWN)
+
+
+class SchedulerError(Exception):
+    """Bad input, a command that failed, or a state that forbids the action (message for the user)."""
+
+
+# ---------------------------------------------------------------------------------------------- input
+
+
+def check_run_id(run_id, action):
+    if action == 'plan':
+        return
+    if run_id is None or run_id == '':
+        raise SchedulerError('scheduler_run_id is required for %s' % action)
+    if not RUN_ID.match(str(run_id)):
+        raise SchedulerError('scheduler_run_id %r is not a run id (1-64 characters: letters, digits, ".", "_", "-", '
+                             'starting with a letter or digit)' % (run_id,))
+
+
+def check_node_name(name, what='scheduler_node_name'):
+    if not isinstance(name, str) or not NODE_NAME.match(name):
+        raise SchedulerError('%s %r is not a node name (letters, digits, ".", "_", "-")' % (what, name))
+
+
+def check_params(params):
+    """Validate what the module received; raise SchedulerError naming the option."""
+    if params['backend'] not in BACKENDS:
+        raise SchedulerError('scheduler_backend %r is not one of %s' % (params['backend'], ', '.join(BACKENDS)))
+    if params['action'] not in ACTIONS:
+        raise SchedulerError('scheduler_action %r is not one of %s' % (params['action'], ', '.join(ACTIONS)))
+    if params['backend'] == 'none':
+        return
+    check_run_id(params.get('run_id'), params['action'])
+    share = params.get('max_drain_share')
+    if not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 <= share <= 1:
+        raise SchedulerError('scheduler_max_drain_share must be a number from 0 to 1, found %r' % (share,))
+    for key in ('drain_timeout', 'poll_interval'):
+        value = params.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if key == 'drain_timeout' else 1):
+            raise SchedulerError('scheduler_%s must be a whole number of seconds (%s), found %r'
+                                 % (key, '0 or more' if key == 'drain_timeout' else '1 or more', value))
+    if params['action'] == 'plan':
+        nodes = params.get('nodes') or []
+        if not nodes:
+            raise SchedulerError('scheduler_nodes is empty: plan needs the node names of the batch')
+        for name in nodes:
+            check_node_name(name, 'scheduler_nodes item')
+    else:
+        check_node_name(params.get('node'))
+
+
+# ------------------------------------------------------------------------------------------- reasons
+
+
+def _cut_bytes(text, limit):
+    data = text.encode('utf-8')
+    if len(data) <= limit:
+        return text
+    return data[:limit - len(ELLIPSIS)].decode('utf-8', 'ignore').rstrip() + ELLIPSIS
+
+
+def our_reason(run_id, text, limit_bytes=SLURM_REASON_MAX_BYTES):
+    """``xuanwu <run id>: <text>`` on one line, cut to ``limit_bytes`` (UTF-8) with "..." at the end.
+
+    The run id and its colon always survive the cut, so the reason still names its owner."""
+    text = ' '.join(str(text if text is not None else '').split()) or DEFAULT_REASON
+    return _cut_bytes('%s %s: %s' % (REASON_PREFIX, run_id, text), limit_bytes)
+
+
+def reason_owner(reason, run_id):
+    """``'ours'`` (this run), ``'xuanwu'`` (another run of the collection), ``'other'`` or ``None`` (no reason)."""
+    reason = (reason or '').strip()
+    if not reason:
+        return None
+    mine = '%s %s' % (REASON_PREFIX, run_id)
+    if run_id and (reason == mine or reason.startswith(mine + ':')):
+        return 'ours'
+    if re.match(r'^%s [A-Za-z0-9][A-Za-z0-9._-]*(:|$)' % REASON_PREFIX, reason):
+        return 'xuanwu'
+    return 'other'
+
+
+def whose(reason, run_id):
+    """Words for the message: whose drain this is."""
+    owner = reason_owner(reason, run_id)
+    if owner == 'ours':
+        return 'this run (%s)' % run_id
+    if owner == 'xuanwu':
+        return 'another xuanwu run (reason "%s")' % reason
+    if owner == 'other':
+        return 'someone else (reason "%s")' % reason
+    return 'someone else (no reason given)'
+
+
+# --------------------------------------------------------------------------------------------- slurm
+
+SLURM_SHOW = 'scontrol show node'
+# The fields scontrol prints after Reason (Slurm 20.11 - 25.x): they end the reason in --oneliner output.
+_AFTER_REASON = r'(?:Comment|Extra|InstanceId|InstanceType|ReservationName)='
+_REASON = re.compile(r'(?:^|\s)Reason=(.*?)(?:\s+\[([^\]@\s]*)@([^\]\s]*)\])?(?=\s+%s|\s*$)' % _AFTER_REASON, re.S)
+_FIELD = re.compile(r'(?:^|\s)([A-Za-z_]+)=(\S*)')
+_NOT_FOUND = re.compile(r'Node (\S+) not found', re.I)
+# Base states of node_state_string_complete(); the flags follow, joined with "+".
+SLURM_BASES = ('IDLE', 'MIXED', 'ALLOCATED', 'ALLOC', 'DOWN', 'ERROR', 'FUTURE', 'UNKNOWN', 'COMPLETING')
+SLURM_BUSY = ('MIXED', 'ALLOCATED', 'ALLOC', 'ERROR')
+# Bases (scontrol) and sinfo %T words of a node that takes no job for reasons other than a drain.
+SLURM_OUT = ('DOWN', 'FUTURE', 'UNKNOWN', 'UNK', 'INVAL', 'REBOOT', 'REBOOT_ISSUED', 'NO_RESPOND')
+
+
+def slurm_condition(state):
+    """Condition of a Slurm node from scontrol's State (``IDLE+DRAIN``, ``MIXED+DRAIN``, ``DOWN+NOT_RESPONDING``,
+    ``DRAINING``, ``down*``, ...): ``available``, ``draining`` (DRAIN with jobs left), ``drained``, ``down``."""
+    words = [w for w in re.split(r'[+]', state.strip().upper().rstrip('*~#%$@^!-')) if w]
+    if not words:
+        raise ParseError(SLURM_SHOW, 'empty State', state)
+    base, flags = words[0], set(words[1:])
+    drain = 'DRAIN' in flags or base in ('DRAIN', 'DRAINED', 'DRAINING') or 'FAIL' in flags or base in ('FAIL', 'FAILING')
+    busy = base in SLURM_BUSY or 'COMPLETING' in flags or base in ('DRAINING', 'FAILING', 'COMPLETING')
+    if drain:
+        return DRAINING if busy else DRAINED
+    if base in SLURM_OUT or 'NOT_RESPONDING' in flags or state.strip().endswith('*'):
+        return DOWN
+    return AVAILABLE
+
+
+def parse_scontrol_node(text, name=None):
+    """One node of ``scontrol --oneliner show node NAME`` (the multi-line form works too).
+
+    Returns ``{name, state, condition, reason, reason_user, reason_time, partitions, cpu_alloc}``; the
+    reason loses the ``[user@time]`` that scontrol adds."""
+    text = text or ''
+    missing = _NOT_FOUND.search(text)
+    if missing:
+        raise ParseError(SLURM_SHOW, 'node %s not found' % missing.group(1), text)
+    records = [r for r in re.split(r'(?=(?:^|\n)NodeName=)', text.strip()) if r.strip()]
+    if name is not None:
+        records = [r for r in records if re.match(r'\s*NodeName=%s(\s|$)' % re.escape(name), r)]
+    if len(records) != 1:
+        raise ParseError(SLURM_SHOW, 'expected one NodeName=%s record, found %d' % (name or '...', len(records)), text)
+    record = records[0]
+    reason_match = _REASON.search(record)
+    head = record[:reason_match.start()] if reason_match else record
+    fields = dict(_FIELD.findall(head))
+    if 'State' not in fields or not fields['State']:
+        raise ParseError(SLURM_SHOW, 'no State= in the NodeName=%s record' % fields.get('NodeName', '?'), text)
+    cpu_alloc = fields.get('CPUAlloc')
+    return {
+        'name': fields.get('NodeName'),
+        'state': fields['State'],
+        'condition': slurm_condition(fields['State']),
+        'reason': ' '.join(reason_match.group(1).split()) if reason_match else '',
+        'reason_user': reason_match.group(2) if reason_match else None,
+        'reason_time': reason_match.group(3) if reason_match else None,
+        'partitions': [p for p in fields.get('Partitions', '').split(',') if p],
+        'cpu_alloc': int(cpu_alloc) if cpu_alloc and re.match(r'^[0-9]{1,9}$', cpu_alloc) else None,
+    }
+
+
+SINFO_FORMAT = '%N|%P|%T'
+SINFO = 'sinfo -h -N -o %s' % SINFO_FORMAT
+
+
+def parse_sinfo_nodes(text):
+    """``sinfo -h -N -o '%N|%P|%T'``: one row per node and partition, ``[{node, partition, state, unavailable}]``.
+
+    The default partition's ``*`` is dropped; a state with ``*`` (not responding), drained, draining,
+    down, fail(ing), future, unknown or inval is unavailable."""
+    rows = []
+    for number, line in enumerate((text or '').splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.strip().split('|')
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            raise ParseError(SINFO, 'line %d is not NODE|PARTITION|STATE: %r' % (number, excerpt(line, 120)), text)
+        node, partition, state = (p.strip() for p in parts)
+        rows.append({'node': node, 'partition': partition.rstrip('*'), 'state': state,
+                     'unavailable': slurm_condition(state) != AVAILABLE})
+    if not rows:
+        raise ParseError(SINFO, 'no node listed', text)
+    return rows
+
+
+def scontrol_show(scontrol, node):
+    return [scontrol, '--oneliner', 'show', 'node', node]
+
+
+def scontrol_drain(scontrol, node, reason):
+    # one argv element per key=value: scontrol takes the reason with its spaces, no shell quoting involved
+    return [scontrol, 'update', 'nodename=%s' % node, 'state=drain', 'reason=%s' % reason]
+
+
+def scontrol_resume(scontrol, node):
+    return [scontrol, 'update', 'nodename=%s' % node, 'state=resume']
+
+
+def sinfo_nodes(sinfo):
+    return [sinfo, '-h', '-N', '-o', SINFO_FORMAT]
+
+
+# ---------------------------------------------------------------------------------------- kubernetes
+
+KUBE_NODE = 'kubectl get node -o json'
+KUBE_NODES = 'kubectl get nodes -o json'
+KUBE_PODS = 'kubectl get pods -o json'
+KUBE_DRAIN_TIMEOUT = re.compile(r'global timeout reached|drain did not complete within', re.I)
+
+
+def kubectl(binary, kubeconfig, *args):
+    head = [binary] + (['--kubeconfig', kubeconfig] if kubeconfig else [])
+    return head + list(args)
+
+
+def kubectl_get_node(binary, kubeconfig, node):
+    return kubectl(binary, kubeconfig, 'get', 'node', node, '-o', 'json')
+
+
+def kubectl_get_nodes(binary, kubeconfig):
+    return kubectl(binary, kubeconfig, 'get', 'nodes', '-o', 'json')
+
+
+def kubectl_annotate(binary, kubeconfig, node, run_id, reason):
+    return kubectl(binary, kubeconfig, 'annotate', '--overwrite', 'node', node,
+                   '%s=%s' % (ANNOTATION_RUN, run_id), '%s=%s' % (ANNOTATION_REASON, reason))
+
+
+def kubectl_unannotate(binary, kubeconfig, node):
+    return kubectl(binary, kubeconfig, 'annotate', 'node', node, ANNOTATION_RUN + '-', ANNOTATION_REASON + '-')
+
+
+def kubectl_drain(binary, kubeconfig, node, timeout):
+    # --timeout=0s would wait forever: a timeout of 0 means "do not wait", which only cordons
+    if timeout <= 0:
+        return kubectl(binary, kubeconfig, 'cordon', node)
+    return kubectl(binary, kubeconfig, 'drain', node, '--ignore-daemonsets', '--delete-emptydir-data',
+                   '--timeout=%ds' % timeout)
+
+
+def kubectl_uncordon(binary, kubeconfig, node):
+    return kubectl(binary, kubeconfig, 'uncordon', node)
+
+
+def kubectl_pods_on(binary, kubeconfig, node):
+    return kubectl(binary, kubeconfig, 'get', 'pods', '--all-namespaces', '--field-selector',
+                   'spec.nodeName=%s' % node, '-o', 'json')
+
+
+def _json(text, source, kind):
+    try:
+        data = json.loads(text or '')
+    except ValueError as err:
+        raise ParseError(source, 'not JSON (%s)' % err, text)
+    if not isinstance(data, dict) or data.get('kind') != kind:
+        raise ParseError(source, 'not a %s object' % kind, text)
+    return data
+
+
+def _mapping(value, source, what, text):
+    """``value`` when it is a dict (``None``: an empty one); anything else is a ParseError naming ``what``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(source, '%s is not an object' % what, text)
+    return value
+
+
+def _kube_node(item, source, text):
+    meta = _mapping(item, source, 'a node', text).get('metadata')
+    meta = _mapping(meta, source, 'metadata', text)
+    if not isinstance(meta.get('name'), str):
+        raise ParseError(source, 'a node without metadata.name', text)
+    where = 'node %s: ' % meta['name']
+    annotations = _mapping(meta.get('annotations'), source, where + 'metadata.annotations', text)
+    spec = _mapping(item.get('spec'), source, where + 'spec', text)
+    conditions = _mapping(item.get('status'), source, where + 'status', text).get('conditions') or []
+    if not isinstance(conditions, list):
+        raise ParseError(source, where + 'status.conditions is not a list', text)
+    ready = [c.get('status') for c in conditions if isinstance(c, dict) and c.get('type') == 'Ready']
+    cordoned = spec.get('unschedulable') is True
+    is_ready = ready == ['True']
+    drained_by = annotations.get(ANNOTATION_RUN)
+    reason = annotations.get(ANNOTATION_REASON)
+    if not isinstance(drained_by, (str, type(None))) or not isinstance(reason, (str, type(None))):
+        raise ParseError(source, where + 'the xuanwu.io annotations are not strings', text)
+    if cordoned:
+        condition = DRAINED
+    elif not is_ready:
+        condition = DOWN
+    else:
+        condition = AVAILABLE
+    # the owner is the run named by xuanwu.io/drained-by: a reason that names another run does not count;
+    # a cordon without that annotation has no reason (someone else's)
+    if cordoned and drained_by:
+        reason = reason if reason_owner(reason, drained_by) == 'ours' else '%s %s' % (REASON_PREFIX, drained_by)
+    else:
+        reason = ''
+    return {'name': meta['name'], 'state': 'cordoned' if cordoned else ('ready' if is_ready else 'not ready'),
+            'condition': condition, 'unschedulable': cordoned, 'ready': is_ready, 'drained_by': drained_by,
+            'reason': reason}
+
+
+def parse_kube_node(text):
+    """``kubectl get node NAME -o json``: ``{name, state, condition, unschedulable, ready, drained_by, reason}``."""
+    return _kube_node(_json(text, KUBE_NODE, 'Node'), KUBE_NODE, text)
+
+
+def parse_kube_nodes(text):
+    """``kubectl get nodes -o json``: the list of nodes as ``parse_kube_node`` reads one."""
+    data = _json(text, KUBE_NODES, 'List')
+    items = data.get('items')
+    if not isinstance(items, list):
+        raise ParseError(KUBE_NODES, 'no items list', text)
+    return [_kube_node(item, KUBE_NODES, text) for item in items]
+
+
+def parse_kube_pods(text):
+    """Pods that keep a node busy: not finished, not DaemonSet-managed, not static (mirror) pods."""
+    data = _json(text, KUBE_PODS, 'List')
+    items = data.get('items')
+    if not isinstance(items, list):
+        raise ParseError(KUBE_PODS, 'no items list', text)
+    count = 0
+    for pod in items:
+        pod = _mapping(pod, KUBE_PODS, 'a pod', text)
+        meta = _mapping(pod.get('metadata'), KUBE_PODS, 'a pod\'s metadata', text)
+        phase = _mapping(pod.get('status'), KUBE_PODS, 'a pod\'s status', text).get('phase')
+        owners = meta.get('ownerReferences') or []
+        owners = [o.get('kind') for o in owners if isinstance(o, dict)] if isinstance(owners, list) else []
+        mirror = 'kubernetes.io/config.mirror' in _mapping(meta.get('annotations'), KUBE_PODS, 'a pod\'s annotations', text)
+        if phase in ('Succeeded', 'Failed') or 'DaemonSet' in owners or mirror:
+            continue
+        count += 1
+    return count
+
+
+# ---------------------------------------------------------------------------------------------- plan
+
+
+def plan_batch(nodes, rows, share, where='partition'):
+    """Refuse a batch that would leave more than ``share`` of any partition it touches unavailable.
+
+    ``rows``: ``[{node, partition, unavailable}]`` (a node once per partition). Returns
+    ``(ok, message, partitions)``, ``partitions`` a list of ``{partition, total, unavailable_before,
+    unavailable_after, limit, ok}``; a batch node the scheduler does not list is a refusal."""
+    known = set(r['node'] for r in rows)
+    unknown = [n for n in nodes if n not in known]
+    if unknown:
+        return False, 'scheduler plan: %s not listed by the scheduler: %s; the share of the %s cannot be measured' % (
+            'node' if len(unknown) == 1 else 'nodes', ', '.join(unknown), where), []
+    batch = set(nodes)
+    parts = {}
+    for row in rows:
+        entry = parts.setdefault(row['partition'], {'all': set(), 'down': set()})
+        entry['all'].add(row['node'])
+        if row['unavailable']:
+            entry['down'].add(row['node'])
+    summary, refused = [], []
+    for name in sorted(parts):
+        entry = parts[name]
+        if not entry['all'] & batch:
+            continue
+        after = entry['down'] | (entry['all'] & batch)
+        total = len(entry['all'])
+        ok = len(after) <= share * total + 1e-9
+        item = {'partition': name, 'total': total, 'unavailable_before': len(entry['down']),
+                'unavailable_after': len(after), 'batch': len(entry['all'] & batch), 'limit': share, 'ok': ok}
+        summary.append(item)
+        if not ok:
+            refused.append('%s %s: %d of %d nodes would be unavailable (%d already drained or down, %d in this batch), '
+                           'more than scheduler_max_drain_share %s (%d nodes)'
+                           % (where, name, len(after), total, item['unavailable_before'], item['batch'], share,
+                              int(share * total + 1e-9)))
+    if refused:
+        return False, 'scheduler plan refused: ' + '; '.join(refused), summary
+    return True, 'scheduler plan: %d node(s) may be drained; %s' % (len(batch), ', '.join(
+        '%s %s %d/%d unavailable after' % (where, s['partition'], s['unavailable_after'], s['total']) for s in summary)), summary
+
+
+# --------------------------------------------------------------------------------------------- logic
+
+
+def decide(action, condition, reason, run_id):
+    """What an action does to a node in ``condition`` with ``reason``: ``(step, owned, why)``.
+
+    ``step``: ``'drain'`` (drain it and wait), ``'wait'`` (ours, wait for the jobs), ``'resume'``,
+    ``'relabel'`` (ours: put the new reason on it), ``'none'`` (change nothing)."""
+    owner = reason_owner(reason, run_id) if condition in UNAVAILABLE else None
+    ours = owner == 'ours'
+    if action == 'drain':
+        if condition == AVAILABLE:
+            return 'drain', True, 'drained by this run'
+        if ours:
+            return ('wait' if condition == DRAINING else 'none'), True, 'already drained by this run (resumed run)'
+        return 'none', False, 'already %s by %s; left as it is' % (condition, whose(reason, run_id))
+    if action == 'resume':
+        if condition == AVAILABLE:
+            return 'none', False, 'not drained; nothing to resume'
+        if ours:
+            return 'resume', True, 'returned to service (drained by this run)'
+        return 'none', False, '%s by %s, not by this run; left as it is' % (condition, whose(reason, run_id))
+    # fail
+    if ours:
+        return 'relabel', True, 'kept drained with the failure as its reason'
+    if condition == AVAILABLE:
+        return 'none', False, 'not drained by this run (the node is in service); left as it is'
+    return 'none', False, '%s by %s, not by this run; left as it is' % (condition, whose(reason, run_id))
+
+
+def _result(params, **kw):
+    out = {'backend': params['backend'], 'node': params.get('node'), 'action': params['action'],
+           'before': None, 'after': None, 'owned': False, 'changed': False, 'drained': False,
+           'timed_out': False, 'jobs_running': None, 'commands': [], 'message': ''}
+    out.update(kw)
+    return out
+
+
+def _checked(run, argv, mutating):
+    rc, out, err = run(argv, mutating)
+    if rc != 0:
+        raise SchedulerError('%s failed (exit code %s): %s' % (' '.join(argv), rc, excerpt((err or out or '').strip(), 300)))
+    return out
+
+
+class _Backend(object):
+    def __init__(self, params, run):
+        self.p, self.run = params, run
+
+    def read(self):
+        raise NotImplementedError
+
+    def parse_or_fail(self, parser, text, *args):
+        try:
+            return parser(text, *args)
+        except ParseError as err:
+            raise SchedulerError('%s; read: %r' % (err, err.excerpt))
+
+
+class _Slurm(_Backend):
+    def read(self):
+        argv = scontrol_show(self.p['scontrol'], self.p['node'])
+        rc, out, err = self.run(argv, False)
+        if rc != 0 and _NOT_FOUND.search((err or '') + (out or '')):
+            raise SchedulerError('node %s is not known to Slurm (%s: %s)' % (self.p['node'], ' '.join(argv), (err or out).strip()))
+        if rc != 0:
+            raise SchedulerError('%s failed (exit code %s): %s' % (' '.join(argv), rc, excerpt((err or out or '').strip(), 300)))
+        node = self.parse_or_fail(parse_scontrol_node, out, self.p['node'])
+        node['jobs_running'] = 0 if node['condition'] == DRAINED else None
+        return node
+
+    def drain_commands(self, reason):
+        return [scontrol_drain(self.p['scontrol'], self.p['node'], reason)]
+
+    def resume_commands(self):
+        return [scontrol_resume(self.p['scontrol'], self.p['node'])]
+
+    relabel_commands = drain_commands
+
+    def wait_commands(self):
+        return []
+
+    def needs_wait(self):
+        return True
+
+    def inventory(self):
+        out = _checked(self.run, sinfo_nodes(self.p['sinfo']), False)
+        return self.parse_or_fail(parse_sinfo_nodes, out), 'partition'
+
+
+class _Kubernetes(_Backend):
+    def k(self, fn, *args):
+        return fn(self.p['kubectl'], self.p.get('kubeconfig'), *args)
+
+    def read(self):
+        out = _checked(self.run, self.k(kubectl_get_node, self.p['node']), False)
+        node = self.parse_or_fail(parse_kube_node, out)
+        node['jobs_running'] = None
+        return node
+
+    def drain_commands(self, reason):
+        # the annotation first: a crash between the two leaves a schedulable node whose stale annotation is ignored
+        return [self.k(kubectl_annotate, self.p['node'], self.p['run_id'], reason),
+                self.k(kubectl_drain, self.p['node'], self.p['drain_timeout'])]
+
+    def resume_commands(self):
+        return [self.k(kubectl_uncordon, self.p['node']), self.k(kubectl_unannotate, self.p['node'])]
+
+    def relabel_commands(self, reason):
+        return [self.k(kubectl_annotate, self.p['node'], self.p['run_id'], reason)]
+
+    def wait_commands(self):
+        # a cordoned node of this run that still runs pods (an earlier drain timed out): evict them again
+        if self.pods():
+            return [self.k(kubectl_drain, self.p['node'], self.p['drain_timeout'])]
+        return []
+
+    def needs_wait(self):
+        return False
+
+    def pods(self):
+        out = _checked(self.run, self.k(kubectl_pods_on, self.p['node']), False)
+        return self.parse_or_fail(parse_kube_pods, out)
+
+    def inventory(self):
+        out = _checked(self.run, self.k(kubectl_get_nodes), False)
+        nodes = self.parse_or_fail(parse_kube_nodes, out)
+        return [{'node': n['name'], 'partition': 'cluster', 'state': n['state'],
+                 'unavailable': n['condition'] != AVAILABLE} for n in nodes], 'cluster'
+
+
+def _view(node):
+    return {'state': node['condition'], 'reason': node['reason'], 'detail': node['state']}
+
+
+def _wait(backend, params, sleep, clock, node):
+    """Poll until the node is drained or the timeout passes; returns the last state read."""
+    deadline = clock() + params['drain_timeout']
+    while node['condition'] == DRAINING:
+        left = deadline - clock()
+        if left <= 0:
+            break
+        sleep(min(params['poll_interval'], left))
+        node = backend.read()
+    return node
+
+
+def run_action(params, run, sleep, clock, check_mode=False):
+    """Carry out ``params['action']``; ``run(argv, mutating) -> (rc, stdout, stderr)`` runs a command
+    (the caller skips mutating ones in check mode). Returns the module's result dict."""
+    check_params(params)
+    if params['backend'] == 'none':
+        return _result(params, message='no scheduler (scheduler_backend none): nothing to %s' % params['action'])
+    backend = (_Slurm if params['backend'] == 'slurm' else _Kubernetes)(params, run)
+    if params['action'] == 'plan':
+        rows, where = backend.inventory()
+        ok, message, partitions = plan_batch(list(params['nodes']), rows, params['max_drain_share'], where)
+        return _result(params, node=None, failed=not ok, message=message, partitions=partitions)
+
+    node = backend.read()
+    step, owned, why = decide(params['action'], node['condition'], node['reason'], params['run_id'])
+    if step == 'none' and owned and params['action'] == 'drain':
+        step = 'wait'
+    result = _result(params, before=_view(node), after=_view(node), owned=owned,
+                     drained=node['condition'] == DRAINED, jobs_running=node['jobs_running'])
+    limit = SLURM_REASON_MAX_BYTES if params['backend'] == 'slurm' else KUBE_REASON_MAX_CHARS
+    reason = our_reason(params['run_id'], params.get('reason'), limit)
+    commands = {'drain': lambda: backend.drain_commands(reason), 'relabel': lambda: backend.relabel_commands(reason),
+                'resume': backend.resume_commands, 'wait': backend.wait_commands}.get(step, list)()
+    if step == 'relabel' and node['reason'] == reason:
+        commands = []
+    result['commands'] = [' '.join(c) for c in commands]
+    result['changed'] = bool(commands)
+    message = 'node %s: %s' % (params['node'], why)
+    if check_mode:
+        predicted = {'drain': (DRAINED, reason), 'relabel': (node['condition'], reason), 'resume': (AVAILABLE, '')}
+        if step in predicted:
+            state, text = predicted[step]
+            result['after'] = {'state': state, 'reason': text, 'detail': None}
+        result['message'] = message + (' (check mode: nothing changed)' if commands else '')
+        return result
+    timeout_text = None
+    for argv in commands:
+        rc, out, err = run(argv, True)
+        if rc != 0 and step in ('drain', 'wait') and params['backend'] == 'kubernetes' and KUBE_DRAIN_TIMEOUT.search((err or '') + (out or '')):
+            timeout_text = (err or out).strip()
+            continue
+        if rc != 0:
+            raise SchedulerError('node %s: %s failed (exit code %s): %s'
+                                 % (params['node'], ' '.join(argv), rc, excerpt((err or out or '').strip(), 300)))
+    if step in ('drain', 'wait') and backend.needs_wait():
+        node = _wait(backend, params, sleep, clock, backend.read())
+    else:
+        node = backend.read()
+    if params['backend'] == 'kubernetes' and step in ('drain', 'wait'):
+        result['jobs_running'] = backend.pods()
+        if timeout_text or result['jobs_running']:
+            node['condition'] = DRAINING
+    elif params['backend'] == 'slurm':
+        result['jobs_running'] = node['jobs_running']
+    result['after'] = _view(node)
+    result['drained'] = node['condition'] == DRAINED
+    if step in ('drain', 'wait') and node['condition'] == DRAINING:
+        result['timed_out'] = True
+        running = ('%d pod(s)' % result['jobs_running']) if result['jobs_running'] is not None else \
+            'jobs (state %s%s)' % (node['state'], ', CPUAlloc=%s' % node['cpu_alloc'] if node.get('cpu_alloc') is not None else '')
+        message += '; timed out after %ds: %s still running, the node stays draining' % (params['drain_timeout'], running)
+        if timeout_text:
+            message += ' (kubectl: %s)' % excerpt(timeout_text, 200)
+    result['message'] = message
+    return result

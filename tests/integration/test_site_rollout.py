@@ -1,0 +1,176 @@
+"""site.yml as a rollout (docs/rollout.md), through ansible-playbook on replayed captures, with a stateful test
+double of Slurm's scontrol/sinfo (slurm_double.py, node states in a JSON file): the canary, a faulty node left
+drained with the run id and its failed checks, the stop at the failure limit with the later batches untouched
+(their Slurm state and the double's call log prove it), resume with the same run id, a node drained by someone
+else kept as it was, and check mode changing nothing."""
+import json
+import os
+import shutil
+
+import pytest
+import yaml
+
+from slurm_double import install
+from test_validate_playbook import BUNDLE, ROOT, playbook
+
+pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
+
+FAULTY = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node04')  # host.time_sync fails (docs/fault-corpus.md)
+RUN = 'CHG-4711'
+
+
+class Cluster(object):
+    """A replayed fleet under the Slurm double; ``faulty`` hosts replay a capture whose checks fail."""
+
+    def __init__(self, tmp_path, hosts, faulty=(), foreign=None):
+        self.dir = tmp_path
+        nodes = dict((h, {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}) for h in hosts)
+        for host, reason in (foreign or {}).items():
+            nodes[host] = {'state': 'IDLE+DRAIN', 'reason': reason, 'partitions': ['gpu']}
+        install(str(tmp_path), nodes)
+        self.hosts = list(hosts)
+        self.faulty = set(faulty)
+
+    def inventory(self):
+        variables = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
+                     'xuanwu_profile': 'h200x4-nvlink', 'scheduler_backend': 'slurm',
+                     'scheduler_scontrol': str(self.dir / 'scontrol'), 'scheduler_sinfo': str(self.dir / 'sinfo'),
+                     'scheduler_poll_interval': 1, 'scheduler_max_drain_share': 1.0}
+        hosts = dict((h, {'xuanwu_replay_dir': FAULTY if h in self.faulty else BUNDLE}) for h in self.hosts)
+        path = self.dir / 'inventory.yml'
+        path.write_text(yaml.safe_dump({'all': {'vars': variables, 'hosts': hosts}}))
+        return str(path)
+
+    def run(self, *extra):
+        return playbook('-i', self.inventory(), 'site.yml', '-e', 'xuanwu_run_id=%s' % RUN,
+                        '-e', 'xuanwu_reports_dir=%s' % (self.dir / 'reports'), '-e', 'xuanwu_runs_dir=%s' % (self.dir / 'runs'),
+                        *extra)
+
+    def nodes(self):
+        return json.loads((self.dir / 'slurm-double-state.json').read_text())['nodes']
+
+    def calls(self):
+        path = self.dir / 'slurm-double-calls.jsonl'
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def touched(self, calls):
+        """Nodes the calls named (show or update); sinfo reads the whole partition and names none."""
+        names = set()
+        for call in calls:
+            names.update(word.split('=', 1)[1] for word in call if word.lower().startswith('nodename='))
+            if call[1:3] == ['show', 'node']:
+                names.add(call[3])
+        return names
+
+    def state(self):
+        return json.loads((self.dir / 'runs' / RUN / 'state.json').read_text())
+
+
+def latest(state):
+    out = {}
+    for batch in state['batches']:
+        out.update(batch['outcomes'])
+    return out
+
+
+def test_a_faulty_node_stays_drained_the_rollout_stops_and_a_rerun_resumes(tmp_path):
+    cluster = Cluster(tmp_path, ['node1', 'node2', 'node3', 'node4'], faulty={'node3'}, foreign={'node2': 'maintenance by dcops'})
+    rc, out = cluster.run('-e', 'xuanwu_serial=1')
+    assert rc == 2, out[-4000:]
+    nodes = cluster.nodes()
+    assert nodes['node1'] == {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}, 'the canary passed: back in service'
+    assert nodes['node2']['reason'] == 'maintenance by dcops' and 'DRAIN' in nodes['node2']['state'], "someone else's drain is kept"
+    assert 'DRAIN' in nodes['node3']['state']
+    assert nodes['node3']['reason'].startswith('xuanwu %s: failed checks: ' % RUN) and 'host.time_sync' in nodes['node3']['reason']
+    assert nodes['node4'] == {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
+    assert 'node4' not in cluster.touched(cluster.calls()), 'a host of a later batch was touched after the stop'
+    state = cluster.state()
+    assert state['stopped_at_batch'] == 3 and [b['hosts'] for b in state['batches']] == [['node1'], ['node2'], ['node3']]
+    outcomes = latest(state)
+    assert [outcomes[h]['outcome'] for h in ('node1', 'node2', 'node3')] == ['passed', 'not_ours', 'failed']
+    assert 'node4' not in outcomes
+    assert 'host.time_sync' in outcomes['node3']['failed_checks']
+    assert 'node3 stays drained (failed)' in out
+
+    # the fix, then the same command: node1 is done and not touched, node3 comes back, node4 is rolled out
+    cluster.faulty = set()
+    before = len(cluster.calls())
+    rc, out = cluster.run('-e', 'xuanwu_serial=1')
+    assert rc == 0, out[-4000:]
+    touched = cluster.touched(cluster.calls()[before:])
+    assert 'node1' not in touched, 'a host that passed in this run was touched again on resume'
+    assert {'node3', 'node4'} <= touched
+    nodes = cluster.nodes()
+    assert nodes['node3'] == {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
+    assert nodes['node4'] == {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
+    assert nodes['node2']['reason'] == 'maintenance by dcops' and 'DRAIN' in nodes['node2']['state']
+    outcomes = latest(cluster.state())
+    assert outcomes['node3']['outcome'] == 'passed' and outcomes['node4']['outcome'] == 'passed'
+    assert 'resumed after 3 batch(es): 1 host(s) passed before' in out
+
+
+@pytest.mark.parametrize('limit, stops', [(0, True), (50, False)])
+def test_the_failure_limit_decides_whether_the_rollout_goes_on(tmp_path, limit, stops):
+    hosts = ['node%d' % i for i in range(1, 7)]
+    cluster = Cluster(tmp_path, hosts, faulty={'node3'})
+    rc, out = cluster.run('-e', 'xuanwu_serial=2', '-e', 'xuanwu_max_fail_percentage=%d' % limit)
+    assert rc == 2, out[-4000:]
+    state = cluster.state()
+    later = {'node5', 'node6'}
+    if stops:
+        assert state['stopped_at_batch'] == 2, state
+        assert not later & cluster.touched(cluster.calls()), 'the rollout went on past the failure limit'
+        assert all(cluster.nodes()[h]['state'] == 'IDLE' for h in later)
+    else:
+        # 1 failed host of 2 is 50 %, not more than the limit: the rollout goes on to the last batch
+        assert state['stopped_at_batch'] is None and len(state['batches']) == 3, state
+        assert later <= cluster.touched(cluster.calls())
+        assert latest(state)['node5']['outcome'] == 'passed'
+    assert 'xuanwu %s: failed checks' % RUN in cluster.nodes()['node3']['reason']
+
+
+def test_check_mode_lists_the_plan_and_changes_nothing(tmp_path):
+    cluster = Cluster(tmp_path, ['node1', 'node2', 'node3'], faulty={'node2'})
+    before = cluster.nodes()
+    rc, out = cluster.run('--check', '--diff', '-e', 'xuanwu_serial=1')
+    assert rc == 0, out[-4000:]
+    assert cluster.nodes() == before
+    assert not [c for c in cluster.calls() if c[:2] == ['scontrol', 'update']], 'check mode ran scontrol update'
+    assert out.count('PLAY [Roll out batch by batch]') == 3, 'every batch is shown'
+    assert 'Check mode: node2 would stay drained (failed)' in out
+    flat = ' '.join(out.split())  # the callback wraps long messages
+    assert 'Would run: %s update nodename=node1 state=drain reason=xuanwu %s: rollout batch 1' % (tmp_path / 'scontrol', RUN) in flat
+
+    # the plan is no rollout: the same run id afterwards rolls out every host, the check run's outcomes count for nothing
+    rc, out = cluster.run('-e', 'xuanwu_serial=1')
+    assert rc == 2, out[-4000:]
+    updated = [c for c in cluster.calls() if c[:2] == ['scontrol', 'update']]
+    assert ['scontrol', 'update', 'nodename=node1', 'state=resume'] in updated, updated
+    assert cluster.state()['stopped_at_batch'] == 2
+
+
+def test_a_node_that_needs_a_reboot_stays_drained_unless_reboots_are_allowed(tmp_path):
+    cluster = Cluster(tmp_path, ['node1', 'node2'])
+    marker = tmp_path / 'reboot-required'
+    marker.write_text('*** System restart required ***\n')
+    rc, out = cluster.run('-e', 'xuanwu_serial=1', '-e', 'xuanwu_reboot_required_file=%s' % marker)
+    assert rc == 2, out[-4000:]
+    nodes = cluster.nodes()
+    assert nodes['node1']['reason'] == 'xuanwu %s: reboot required' % RUN and 'DRAIN' in nodes['node1']['state']
+    assert nodes['node2']['state'] == 'IDLE', 'the failed canary stops the rollout'
+    entry = latest(cluster.state())['node1']
+    assert entry['outcome'] == 'reboot_required' and 'reboot-required' in entry['reasons'][0]
+    # allowed: the drained node is rebooted. Here every host is this machine (local connection), where the reboot
+    # module refuses to reboot the controller: the reboot is tried on node2 and its failure keeps node2 drained.
+    # node1 stays as the first run left it (drained by another run: not this run's).
+    rc, out = playbook('-i', cluster.inventory(), 'site.yml', '-e', 'xuanwu_run_id=second', '-e', 'xuanwu_serial=1',
+                       '-e', 'xuanwu_reboot_required_file=%s' % marker, '-e', 'xuanwu_allow_reboot=true',
+                       '-e', 'xuanwu_runs_dir=%s' % (tmp_path / 'runs'), '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'))
+    assert rc == 2, out[-4000:]
+    reboots = [part.split('TASK [', 1)[0] for part in out.split('TASK [Reboot the drained node]')[1:]]
+    assert len(reboots) == 2 and 'skipping: [node1]' in reboots[0] and 'would reboot the control node' in reboots[1], reboots
+    second = latest(json.loads((tmp_path / 'runs' / 'second' / 'state.json').read_text()))
+    assert second['node1']['outcome'] == 'not_ours'
+    assert second['node2']['outcome'] == 'failed' and second['node2']['failed_checks'] == ['reboot'], second
+    assert 'Reboot the drained node' in second['node2']['reasons'][0]
+    assert cluster.nodes()['node2']['reason'] == 'xuanwu second: failed checks: reboot'
