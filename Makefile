@@ -64,7 +64,7 @@ integration: $(STAMP)
 	exit $$rc
 
 # The roles in real containers: the image (built when missing or outdated), then every scenario
-# under molecule/ (or MOLECULE_SCENARIOS), one after another. Needs root (podman, apt).
+# under molecule/ (or MOLECULE_SCENARIOS), MOLECULE_JOBS (default 2) at once. Needs root (podman, apt).
 molecule: $(STAMP)
 	bash scripts/build-test-image.sh
 	bash scripts/molecule.sh $(MOLECULE_SCENARIOS)

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Run the molecule scenarios with real containers (podman), one after another:
+# Run the molecule scenarios with real containers (podman), MOLECULE_JOBS of them at once:
 #
 #   scripts/molecule.sh [SCENARIO...]     default: every molecule/*/molecule.yml
 #
 # Each scenario runs `molecule test` (create, prepare, converge, idempotence, verify, destroy;
 # verify also proves that a check-mode run changes nothing) with molecule/shared/base.yml as
-# the base configuration. Prints each scenario's time and result, then `N passed, N failed`;
-# exits non-zero if any failed. Logs: .cache/molecule-logs/<scenario>.log. A scenario that is
-# already running on this machine (same container names) is waited for, not run alongside.
+# the base configuration. Scenarios run side by side (their containers and networks are named
+# after them), each with its output in its own log, .cache/molecule-logs/<scenario>.log; a line
+# says when each starts and ends. Then each scenario's time and result, in the order given, and
+# `molecule: N passed, N failed`; exits non-zero if any failed. A scenario that is already
+# running on this machine (same container names) is waited for, not run alongside.
 #
 # Needs: root, the image from scripts/build-test-image.sh, and .venv with ansible (make setup);
 # molecule itself (requirements/molecule.txt) is installed into .venv here when missing.
-# Environment: VENV (default .venv), MOLECULE_IMAGE (default localhost/debian-ansible:12),
+# Environment: MOLECULE_JOBS (scenarios at once, default 2: a CI machine has 2 cores; 1 runs
+# them one after another), VENV (default .venv), MOLECULE_IMAGE (default localhost/debian-ansible:12),
 # MOLECULE_ARGS (extra arguments to `molecule test`, e.g. --destroy=never to debug).
 set -uo pipefail
 
@@ -74,39 +77,82 @@ for s in "${scenarios[@]}"; do
 done
 
 mkdir -p "$LOG_DIR"
-passed=0; failed=0; failed_names=(); results=()
-start=$(date +%s)
-log "$(molecule --version 2>/dev/null | head -1 | sed 's/ using.*//'); image $MOLECULE_IMAGE; scenarios: ${scenarios[*]}"
-for s in "${scenarios[@]}"; do
-    echo
-    log "==== $s"
+JOBS="${MOLECULE_JOBS:-2}"
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "MOLECULE_JOBS must be a positive number, got '$JOBS'"
+RESULT_DIR="$(mktemp -d "${TMPDIR:-/tmp}/molecule-results.XXXXXX")" || die "mktemp failed"
+trap 'rm -rf "$RESULT_DIR"' EXIT
+
+# One scenario: waits for another run of it on this machine (same container names), runs
+# `molecule test` with its output in its own log, and leaves "exit seconds" in RESULT_DIR/<name>.
+run_scenario() {
+    local s="$1" lock_fd t0 rc dt
     # Container names, networks and molecule's ephemeral directory are per scenario and global to
     # the machine: two runs of one scenario at once would destroy each other's containers.
     exec {lock_fd}>"$LOG_DIR/$s.lock"
     if ! flock -n "$lock_fd"; then
         log "another run of $s is in progress on this machine: waiting for it (at most 30 minutes)"
         if ! flock -w 1800 "$lock_fd"; then
-            failed=$((failed + 1)); failed_names+=("$s"); results+=("$(printf '%-24s FAILED  (busy: another run held it for 30 minutes)' "$s")")
-            exec {lock_fd}>&-
-            continue
+            echo "busy 0" >"$RESULT_DIR/$s"
+            return 1
         fi
     fi
     t0=$(date +%s)
     # shellcheck disable=SC2086  # MOLECULE_ARGS is a list of words on purpose
-    molecule --base-config "$BASE_CONFIG" test --scenario-name "$s" ${MOLECULE_ARGS:-} 2>&1 | tee "$LOG_DIR/$s.log"
-    rc=${PIPESTATUS[0]}
+    if [ "$JOBS" -eq 1 ] || [ "${#scenarios[@]}" -eq 1 ]; then
+        # alone: its output also goes to the terminal, as it runs
+        # shellcheck disable=SC2086
+        molecule --base-config "$BASE_CONFIG" test --scenario-name "$s" ${MOLECULE_ARGS:-} 2>&1 | tee "$LOG_DIR/$s.log"
+        rc=${PIPESTATUS[0]}
+    else
+        # shellcheck disable=SC2086
+        molecule --base-config "$BASE_CONFIG" test --scenario-name "$s" ${MOLECULE_ARGS:-} >"$LOG_DIR/$s.log" 2>&1
+        rc=$?
+    fi
     dt=$(( $(date +%s) - t0 ))
-    if [ "$rc" -eq 0 ]; then
+    echo "$rc $dt" >"$RESULT_DIR/$s"
+    log "==== $s: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${dt}s (log $LOG_DIR/$s.log)"
+    return "$rc"
+}
+
+start=$(date +%s)
+log "$(molecule --version 2>/dev/null | head -1 | sed 's/ using.*//'); image $MOLECULE_IMAGE; $JOBS at once; scenarios: ${scenarios[*]}"
+# At most JOBS scenarios at once, started in the order given; each writes only its own log.
+running=0
+for s in "${scenarios[@]}"; do
+    if [ "$running" -ge "$JOBS" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    log "==== $s: started"
+    run_scenario "$s" &
+    running=$((running + 1))
+done
+wait
+
+passed=0; failed=0; failed_names=(); results=()
+for s in "${scenarios[@]}"; do
+    read -r rc dt <"$RESULT_DIR/$s" 2>/dev/null || { rc=missing; dt=0; }
+    if [ "$rc" = 0 ]; then
         passed=$((passed + 1)); results+=("$(printf '%-24s passed  %4ss' "$s" "$dt")")
+    elif [ "$rc" = busy ]; then
+        failed=$((failed + 1)); failed_names+=("$s"); results+=("$(printf '%-24s FAILED  (busy: another run held it for 30 minutes)' "$s")")
     else
         failed=$((failed + 1)); failed_names+=("$s"); results+=("$(printf '%-24s FAILED  %4ss (exit %s, log %s)' "$s" "$dt" "$rc" "$LOG_DIR/$s.log")")
     fi
-    log "==== $s: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${dt}s"
-    exec {lock_fd}>&-
 done
 
+# Side by side, the output went only to the logs: show the end of each failed one here (CI keeps
+# only the terminal's output).
+if [ "$JOBS" -gt 1 ] && [ "${#scenarios[@]}" -gt 1 ]; then
+    for s in "${failed_names[@]}"; do
+        echo
+        log "==== $s: the last 80 lines of $LOG_DIR/$s.log"
+        tail -n 80 "$LOG_DIR/$s.log" 2>/dev/null
+    done
+fi
+
 echo
-log "summary ($(( $(date +%s) - start ))s):"
+log "summary ($(( $(date +%s) - start ))s, $JOBS at once):"
 printf '  %s\n' "${results[@]}"
 echo "molecule: $passed passed, $failed failed${failed_names[*]:+ (${failed_names[*]})}"
 [ "$failed" -eq 0 ]
