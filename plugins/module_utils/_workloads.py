@@ -187,6 +187,14 @@ def evaluate_nccl_tests(run, profile, host, component=None):
         findings.append(_finding(host, 'collectives.rank_count', component, measured, '%s rank(s)' % expected,
                                  '%s reported %s, the job asked for %s rank(s)%s: its figures are not those of this job'
                                  % (component, measured, expected, ' (%s)' % run['ranks_from'] if run.get('ranks_from') else '')))
+    nodes = run.get('expected_nodes')
+    seen = sorted(set(d.get('host') for d in parsed.get('devices') or [] if d.get('host')))
+    if nodes is not None and seen and len(seen) != int(nodes):
+        # the rank count alone passes a job whose ranks all ran on one node; the "# Rank ... on HOST" lines say where
+        findings.append(_finding(host, 'collectives.rank_count', component, '%d node(s): %s' % (len(seen), ', '.join(seen)),
+                                 '%s node(s)' % nodes,
+                                 '%s ran its ranks on %d node(s), the job spans %s%s: its figures are not those of a job across '
+                                 'the nodes' % (component, len(seen), nodes, ' (%s)' % run['ranks_from'] if run.get('ranks_from') else '')))
     for f in findings:
         f['component'] = component
     if failure:

@@ -33,8 +33,8 @@ def test_a_healthy_host_costs_one_task_and_the_controller_work_does_not_grow(tmp
         assert len(others) == n - 1
         # one task each; no skipped task either (a skipped task still costs a worker per host)
         assert all(counts[h] == dict(ok=1, changed=0, failed=0, skipped=0) for h in others), counts
-        # the first host carries the run_once steps: preflight, host comparison and its record
-        assert counts[first]['ok'] <= 4 and counts[first]['skipped'] == 0, counts[first]
+        # the first host carries the run_once steps: the localhost check, preflight, host comparison and its record
+        assert counts[first]['ok'] <= 5 and counts[first]['skipped'] == 0, counts[first]
         _folder, report = the_report(tmp_path / str(n) / 'reports')
         assert report['summary']['status']['pass'] == n
         localhost[n] = counts['localhost']
@@ -58,3 +58,13 @@ def test_a_switched_off_stage_matches_no_host(tmp_path):
                  'Read the link error counters again'):
         after = out.split('PLAY [%s' % play, 1)[1]
         assert after.split('\n', 2)[1].strip() == 'skipping: no hosts matched', after[:300]
+
+
+def test_a_limit_without_localhost_is_refused_before_anything_runs(tmp_path):
+    hosts = dict(('node%03d' % i, {'xuanwu_replay_dir': BUNDLE}) for i in range(2))
+    inv = write_inventory(tmp_path, hosts)
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '--limit', 'node000,node001',
+                       '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'))
+    assert rc != 0
+    assert '--limit left out localhost' in out, out[-3000:]
+    assert 'Probe and judge the node' not in out

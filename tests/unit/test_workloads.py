@@ -217,3 +217,23 @@ def test_each_output_is_parsed_once_per_judgement(monkeypatch):
     assert summary['busbw_gbps'] and not [f for f in findings if f['check'] == 'collectives.run_failed']
     broken = _workloads.with_parsed('ddp_smoke', {'stdout': 'XUANWU_RESULT {not json', 'exit_code': 0})
     assert [f['check'] for f in _workloads.evaluate('ddp_smoke', broken, {}, 'h')] == ['workload.failed']
+
+
+@pytest.mark.parametrize('nodes, fails', [(2, False), (3, True), ('2', False)])
+def test_a_job_across_nodes_must_run_on_that_many_nodes(nodes, fails):
+    """16 ranks on gpu-a and gpu-b: right for a 2-node job, wrong for 3 nodes even when the rank count matches."""
+    with open(os.path.join(NCCL_DERIVED, 'nccl-tests_all_reduce_perf_16-ranks.txt')) as handle:
+        text = handle.read()
+    run = {'collective': 'all_reduce', 'rc': 0, 'stdout': text, 'expected_ranks': 16, 'expected_nodes': nodes}
+    findings = _workloads.evaluate_nccl_tests(run, {}, 'h')
+    assert [(f['check'], f['measured']) for f in findings] == ([('collectives.rank_count', '2 node(s): gpu-a, gpu-b')] if fails else [])
+
+
+def test_all_ranks_on_one_node_fail_a_job_across_nodes_even_with_the_right_rank_count():
+    """A real single-node capture (4 ranks on one H200 host) judged as a 2-node job of 4 ranks (2 x 2 slots)."""
+    with open(os.path.join(NCCL_HW, 'nccl-tests_all_reduce_perf_-b8_-e8G_-f2_-g4.txt')) as handle:
+        text = handle.read()
+    run = {'collective': 'all_reduce', 'rc': 0, 'stdout': text, 'expected_ranks': 4, 'expected_nodes': 2}
+    findings = _workloads.evaluate_nccl_tests(run, {}, 'h')
+    assert [f['check'] for f in findings] == ['collectives.rank_count']
+    assert findings[0]['measured'].startswith('1 node(s)') and findings[0]['expected'] == '2 node(s)'
