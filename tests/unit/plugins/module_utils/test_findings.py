@@ -137,18 +137,42 @@ def test_report_orders_findings_by_the_one_rank():
     assert [x['severity'] for x in entry['findings']] == ['fail', 'warn', 'info']
 
 
-# --- JUnit lists every check ---------------------------------------------------------------------
+# --- JUnit lists every check that ran ----------------------------------------------------------------
 
-def test_junit_lists_workload_checks_too():
-    finding = _workload_findings()[0]
-    entry = _report.host_entry('n1', 'fail', [finding], {}, 'p', '/p.yml')
+def _junit_names(workloads, findings):
+    entry = _report.host_entry('n1', 'fail' if findings else 'pass', findings, {}, 'p', '/p.yml', workloads=workloads)
     report = _report.build_report('r', 't0', 't1', '1', '2.19', 'validate.yml', {'n1': entry}, {'p': '/p.yml'})
     suite = ET.fromstring(_report.render_junit(report, _catalogue.titles()))
-    names = set(case.get('name') for case in suite.iter('testcase'))
-    assert set(_catalogue.CATALOGUE) <= names
-    assert {'collectives.busbw_low', 'workload.not_measured', 'workload.ib_counter_growth'} <= names
-    failed = [case.get('name') for case in suite.iter('testcase') if case.find('failure') is not None]
+    cases = list(suite.iter('testcase'))
+    return set(c.get('name') for c in cases), [c.get('name') for c in cases if c.find('failure') is not None]
+
+
+def _area(area):
+    return set(c for c in _catalogue.CATALOGUE if c.split('.', 1)[0] == area)
+
+
+def test_junit_lists_the_checks_of_the_stages_that_ran():
+    finding = _workload_findings()[0]
+    names, failed = _junit_names([{'kind': 'nccl_tests', 'component': 'all_reduce_perf'}], [finding])
+    node_checks = set(c for c in _catalogue.CATALOGUE if c.split('.', 1)[0] not in _report.STAGE_AREAS)
+    assert node_checks | _area('collectives') <= names
     assert finding['check'] in failed
+    # the torch workloads and the SSH mesh did not run on this host: their checks are no passes
+    assert not (_area('workload') | _area('mesh')) & names, sorted((_area('workload') | _area('mesh')) & names)
+
+
+def test_junit_lists_no_stage_check_of_a_host_where_no_stage_ran():
+    names, failed = _junit_names([], [])
+    assert not failed
+    assert not (_area('collectives') | _area('workload') | _area('mesh')) & names
+    assert {'gpu.count', 'host.time_sync'} <= names
+
+
+def test_a_finding_of_a_stage_is_listed_even_without_its_run():
+    finding = dict(host='n1', check='mesh.tcp', component='n1 → n2', severity='fail', measured='refused', expected='open',
+                   message='m', remediation='r')
+    names, failed = _junit_names([], [finding])
+    assert failed == ['mesh.tcp'] and 'mesh.dns' not in names
 
 
 def test_docs_checks_md_lists_every_check_once():
