@@ -341,6 +341,13 @@ def evaluate(kind, run, profile, host):
     return EVALUATORS[kind](run, profile, host)
 
 
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def summarise_run(kind, run):
     """The figures of a run worth keeping in the report (small: no raw output)."""
     keep = {'kind': kind, 'component': run.get('component'), 'exit_code': _rc(run), 'seconds': run.get('seconds'),
@@ -349,7 +356,9 @@ def summarise_run(kind, run):
         keep['counter_growth'] = _links.summarise_growth(run, sorted(_links.GROWTH_SUMMARY))
         return keep
     if kind == 'mesh':
-        keep.update(peers=run.get('peers_checked'), interface=run.get('interface'), mtu=run.get('mtu'))
+        # ansible-core 2.16 templates numbers to strings
+        keep.update(peers=_int_or_none(run.get('peers_checked')), interface=run.get('interface') or None,
+                    mtu=_int_or_none(run.get('mtu')))
         return keep
     try:
         if kind == 'nccl_tests':

@@ -167,7 +167,7 @@ def test_a_node_that_needs_a_reboot_stays_drained_unless_reboots_are_allowed(tmp
                        '-e', 'xuanwu_reboot_required_file=%s' % marker, '-e', 'xuanwu_allow_reboot=true',
                        '-e', 'xuanwu_runs_dir=%s' % (tmp_path / 'runs'), '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'))
     assert rc == 2, out[-4000:]
-    reboots = [part.split('TASK [', 1)[0] for part in out.split('TASK [Reboot the drained node]')[1:]]
+    reboots = [' '.join(part.split('TASK [', 1)[0].split()) for part in out.split('TASK [Reboot the drained node]')[1:]]
     assert len(reboots) == 2 and 'skipping: [node1]' in reboots[0] and 'would reboot the control node' in reboots[1], reboots
     second = latest(json.loads((tmp_path / 'runs' / 'second' / 'state.json').read_text()))
     assert second['node1']['outcome'] == 'not_ours'
