@@ -63,12 +63,22 @@ export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-0}" PY_COLORS="${PY_COLORS:-0
 if [ "$#" -gt 0 ]; then
     scenarios=("$@")
 else
+    # the longest scenarios first (measured: cluster ~600 s, firewall ~450 s, gpu_packages ~300 s), so that the
+    # short ones fill in beside them instead of a long one starting last and running alone
     scenarios=()
+    found=()
     for f in molecule/*/molecule.yml; do
         [ -f "$f" ] || continue
         name="$(basename "$(dirname "$f")")"
         [ "$name" = shared ] && continue
-        scenarios+=("$name")
+        found+=("$name")
+    done
+    longest=" cluster firewall gpu_packages "
+    for name in $longest; do
+        for f in "${found[@]}"; do [ "$f" = "$name" ] && scenarios+=("$name"); done
+    done
+    for f in "${found[@]}"; do
+        case "$longest" in *" $f "*) ;; *) scenarios+=("$f") ;; esac
     done
 fi
 [ "${#scenarios[@]}" -gt 0 ] || die "no scenario under molecule/"

@@ -99,3 +99,14 @@ def test_bad_jobs(tree, jobs):
     result = _run(tree, jobs)
     assert result.returncode == 2
     assert "MOLECULE_JOBS must be a positive number, got '%s'" % jobs in result.stdout
+
+
+def test_the_longest_scenarios_start_first(tree):
+    """With no scenario named: cluster, firewall, gpu_packages (the longest, measured) first, the others after in
+    name order, so a long scenario never starts last and runs alone."""
+    for name in ('zz_firewall_like', 'firewall', 'cluster', 'chrony'):
+        (tree / 'molecule' / name).mkdir(exist_ok=True)
+        (tree / 'molecule' / name / 'molecule.yml').write_text('---\n')
+    result = _run(tree, 2)
+    line = [text for text in result.stdout.splitlines() if 'scenarios:' in text][0]
+    assert line.split('scenarios: ', 1)[1].split() == ['cluster', 'firewall', 'a', 'b', 'c', 'chrony', 'zz_firewall_like'], line
