@@ -1,7 +1,7 @@
 # Development tasks for xuanwu.cluster. See docs/development.md.
 #
 #   make setup        create .venv (ansible-core 2.19) and .venv-2.16, link the collection
-#   make test         unit, lint, sanity, integration and molecule; prints "suites: N passed, N failed"
+#   make test         unit, lint, sanity, integration and molecule, side by side; prints "suites: N passed, N failed"
 #   make unit | lint | sanity | integration | molecule | bench | demo
 #   make fuzz         every parser's fuzz tests with 10,000 examples each (make unit runs 150)
 #   make molecule     the roles in podman containers (root; docs/molecule.md); MOLECULE_SCENARIOS=chrony
@@ -86,20 +86,10 @@ demo: $(STAMP) demo-bundles
 	if [ $$rc -eq 2 ]; then echo "demo: exit 2 = some hosts failed validation (expected: gpu-node02..04 carry faults); report under reports/"; fi; \
 	exit $$rc
 
-# Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.
+# Every suite runs even when an earlier one fails; the exit status is non-zero if any failed. The suites run
+# as jobs on TEST_LANES lanes at once (default: the CPUs), the longest first: scripts/test.py.
 test: $(STAMP)
-	@passed=0; failed=0; skipped=0; failed_names=""; start=$$(date +%s); \
-	for suite in $(SUITES); do \
-		echo; echo "######## make $$suite"; t0=$$(date +%s); \
-		if [ "$$suite" = integration ] && [ -z "$(INTEGRATION_TESTS)" ]; then \
-			skipped=$$((skipped + 1)); result="skipped (no test files)"; \
-		elif $(MAKE) --no-print-directory $$suite; then passed=$$((passed + 1)); result=passed; \
-		else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; result=FAILED; fi; \
-		echo "######## $$suite: $$result in $$(( $$(date +%s) - t0 ))s"; \
-	done; \
-	echo; echo "make test: $(SUITES) in $$(( $$(date +%s) - start ))s$${failed_names:+; failed:$$failed_names}"; \
-	echo "suites: $$passed passed, $$failed failed$$( [ $$skipped -eq 0 ] || echo ", $$skipped skipped")"; \
-	[ $$failed -eq 0 ]
+	$(VENV)/bin/python scripts/test.py $(SUITES)
 
 clean:
 	rm -rf .cache tests/output .pytest_cache .hypothesis reports

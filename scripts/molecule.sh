@@ -13,7 +13,7 @@
 #
 # Needs: root, the image from scripts/build-test-image.sh, and .venv with ansible (make setup);
 # molecule itself (requirements/molecule.txt) is installed into .venv here when missing.
-# Environment: MOLECULE_JOBS (scenarios at once, default 2: a CI machine has 2 cores; 1 runs
+# Environment: MOLECULE_PREPARE_ONLY=1 (install molecule, run no scenario), MOLECULE_JOBS (scenarios at once, default 2: a CI machine has 2 cores; 1 runs
 # them one after another), VENV (default .venv), MOLECULE_IMAGE (default localhost/debian-ansible:12),
 # MOLECULE_ARGS (extra arguments to `molecule test`, e.g. --destroy=never to debug).
 set -uo pipefail
@@ -59,6 +59,11 @@ export PATH="$ROOT/$VENV/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.collections"
 export ANSIBLE_ROLES_PATH="$ROOT/roles"
 export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-0}" PY_COLORS="${PY_COLORS:-0}" NO_COLOR="${NO_COLOR:-1}"
+if [ "${MOLECULE_PREPARE_ONLY:-0}" = 1 ]; then
+    # scripts/test.py: molecule installed once, before scenarios start side by side in jobs of their own
+    log "molecule $(molecule --version 2>/dev/null | head -1 | sed 's/ using.*//') ready; MOLECULE_PREPARE_ONLY=1: no scenario run"
+    exit 0
+fi
 
 if [ "$#" -gt 0 ]; then
     scenarios=("$@")

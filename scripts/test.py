@@ -1,0 +1,210 @@
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the test suites as jobs on a few lanes at once (what `make test` calls).
+
+    python3 scripts/test.py [--lanes N] [--shards N] [SUITE ...]      suites: unit lint sanity integration molecule
+
+Every suite is cut into jobs: unit, lint and sanity are one job each; integration is one job per controller
+venv (.venv = ansible-core 2.19, .venv-2.16) and shard (pytest's items dealt round-robin, XUANWU_SHARD=i/n,
+tests/conftest.py); molecule is one job that builds the test image and installs molecule, then one job per
+scenario. A lane takes the next job as soon as it is free, the longest first (figures measured on a 2-core
+machine, in JOB_SECONDS below), so no suite waits for the slowest job of the one before it: that wait, and
+the idle core while unit, lint and sanity each ran on one, cost about a tenth of the whole run.
+
+Each job writes its own log under .cache/test-logs/; a line says when each starts and ends. At the end:
+the last lines of every failed job's log, each job's time, `make test: ... in Ns` and
+`suites: N passed, N failed`. Every job runs even after a failure; the exit status is 1 if any failed.
+
+Environment: TEST_LANES (default: the number of CPUs, at least 2), TEST_SHARDS (integration shards per
+controller, default 2), MOLECULE_SCENARIOS (default: every scenario), PYTEST_ARGS (default -q).
+"""
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITES = ('unit', 'lint', 'sanity', 'integration', 'molecule')
+CONTROLLER_VENVS = ('.venv', '.venv-2.16')
+LOG_DIR = os.path.join('.cache', 'test-logs')
+# Seconds each job took on a 2-core machine with another job beside it: only their order matters (the
+# longest first). A job not named here counts as DEFAULT_SECONDS.
+JOB_SECONDS = {
+    'molecule-image': 10000,  # first: the scenarios wait for it
+    'molecule:cluster': 700, 'molecule:firewall': 650, 'molecule:gpu_packages': 500,
+    'integration': 650,  # per shard of two
+    'molecule:chrony': 300, 'molecule:python_venv': 170, 'molecule:rdma': 150, 'molecule:roce_qos': 140,
+    'unit': 100, 'lint': 80, 'sanity': 65,
+}
+DEFAULT_SECONDS = 200
+TAIL_LINES = 120
+
+
+class Job(object):
+    def __init__(self, name, suite, argv, env=None, needs=None, weight=None):
+        self.name, self.suite, self.argv = name, suite, argv
+        self.env = env or {}
+        self.needs = needs  # the name of a job that must pass first
+        self.weight = weight if weight is not None else JOB_SECONDS.get(name, JOB_SECONDS.get(name.split(':')[0], DEFAULT_SECONDS))
+        self.log = os.path.join(LOG_DIR, name.replace(':', '-') + '.log')
+        self.rc = None
+        self.seconds = 0
+        self.note = ''
+
+
+def molecule_scenarios(root, wanted):
+    found = sorted(d for d in os.listdir(os.path.join(root, 'molecule'))
+                   if d != 'shared' and os.path.isfile(os.path.join(root, 'molecule', d, 'molecule.yml')))
+    if not wanted:
+        return found
+    unknown = [s for s in wanted if s not in found]
+    if unknown:
+        raise SystemExit('test.py: no molecule scenario %s (there are: %s)' % (', '.join(unknown), ', '.join(found)))
+    return list(wanted)
+
+
+def plan(suites, shards, scenarios, pytest_args, root=ROOT):
+    """The jobs of these suites, in the order the lanes take them (the longest first, dependencies before)."""
+    jobs = []
+    python = os.path.join('.venv', 'bin', 'python')
+    for suite in suites:
+        if suite == 'unit':
+            jobs.append(Job('unit', suite, [python, '-m', 'pytest'] + pytest_args + ['tests/unit']))
+        elif suite in ('lint', 'sanity'):
+            jobs.append(Job(suite, suite, ['bash', 'scripts/%s.sh' % suite]))
+        elif suite == 'integration':
+            for venv in CONTROLLER_VENVS:
+                for shard in range(shards):
+                    name = 'integration:%s:%d' % (venv.lstrip('.'), shard + 1)
+                    env = {'PATH': os.path.join(root, venv, 'bin') + os.pathsep + os.environ.get('PATH', ''),
+                           # each job its own fact cache: jobs at once must not read each other's facts
+                           'ANSIBLE_CACHE_PLUGIN_CONNECTION': os.path.join(root, '.cache', 'facts-' + name.replace(':', '-')),
+                           'XUANWU_SHARD': '%d/%d' % (shard + 1, shards)}
+                    jobs.append(Job(name, suite, [os.path.join(venv, 'bin', 'python'), '-m', 'pytest'] + pytest_args
+                                    + ['tests/integration'], env=env, weight=JOB_SECONDS['integration'] * 2 // shards))
+        elif suite == 'molecule':
+            jobs.append(Job('molecule-image', suite, ['bash', '-c', 'bash scripts/build-test-image.sh && '
+                                                                    'MOLECULE_PREPARE_ONLY=1 bash scripts/molecule.sh']))
+            for scenario in scenarios:
+                jobs.append(Job('molecule:' + scenario, suite, ['bash', 'scripts/molecule.sh', scenario], needs='molecule-image'))
+        else:
+            raise SystemExit('test.py: unknown suite %r (suites: %s)' % (suite, ' '.join(SUITES)))
+    # stable: equal weights keep the order above
+    return sorted(jobs, key=lambda job: -job.weight)
+
+
+def say(text):
+    sys.stdout.write('[test] %s\n' % text)
+    sys.stdout.flush()
+
+
+def run_job(job, root):
+    os.makedirs(os.path.join(root, LOG_DIR), exist_ok=True)
+    env = dict(os.environ, **job.env)
+    start = time.time()
+    with open(os.path.join(root, job.log), 'w') as log:
+        log.write('$ %s\n' % ' '.join(shlex.quote(a) for a in job.argv))
+        log.flush()
+        try:
+            job.rc = subprocess.call(job.argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            log.write('cannot start: %s\n' % exc)
+            job.rc = 127
+    job.seconds = int(round(time.time() - start))
+
+
+def run(jobs, lanes, root=ROOT, runner=run_job):
+    """Run the jobs on `lanes` threads, the first ready job first; a job whose dependency failed is not run."""
+    lock = threading.Condition()
+    pending = list(jobs)
+    done = {}
+
+    def next_job():
+        # called with the lock held; None when nothing is left, 'wait' when the rest waits for a dependency
+        for job in pending:
+            if job.needs is None or job.needs in done:
+                pending.remove(job)
+                return job
+        return 'wait' if pending else None
+
+    def lane():
+        while True:
+            with lock:
+                job = next_job()
+                while job == 'wait':
+                    lock.wait()
+                    job = next_job()
+                if job is None:
+                    return
+            if job.needs is not None and done[job.needs].rc != 0:
+                job.rc, job.note = 1, 'not run: %s failed' % job.needs
+                say('%s: FAILED (%s)' % (job.name, job.note))
+            else:
+                say('%s: started' % job.name)
+                runner(job, root)
+                say('%s: %s in %ds (log %s)' % (job.name, 'passed' if job.rc == 0 else 'FAILED (exit %s)' % job.rc, job.seconds, job.log))
+            with lock:
+                done[job.name] = job
+                lock.notify_all()
+
+    threads = [threading.Thread(target=lane, name='lane-%d' % i) for i in range(max(1, lanes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return jobs
+
+
+def suite_results(jobs, suites):
+    results = []
+    for suite in suites:
+        mine = [j for j in jobs if j.suite == suite]
+        failed = [j.name for j in mine if j.rc != 0]
+        results.append((suite, not failed, failed))
+    return results
+
+
+def tail(path, lines):
+    try:
+        with open(path, errors='replace') as handle:
+            return handle.readlines()[-lines:]
+    except OSError as exc:
+        return ['(cannot read %s: %s)\n' % (path, exc)]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
+    parser.add_argument('suites', nargs='*', metavar='SUITE', help='default: %s' % ' '.join(SUITES))
+    parser.add_argument('--lanes', type=int, default=int(os.environ.get('TEST_LANES', 0)) or max(2, os.cpu_count() or 2))
+    parser.add_argument('--shards', type=int, default=int(os.environ.get('TEST_SHARDS', 2)))
+    args = parser.parse_args(argv)
+    suites = args.suites or list(SUITES)
+    if args.lanes < 1 or args.shards < 1:
+        parser.error('--lanes and --shards must be at least 1')
+    scenarios = molecule_scenarios(ROOT, os.environ.get('MOLECULE_SCENARIOS', '').split()) if 'molecule' in suites else []
+    jobs = plan(suites, args.shards, scenarios, shlex.split(os.environ.get('PYTEST_ARGS', '-q')), root=ROOT)
+    start = time.time()
+    say('%d jobs of %s on %d lanes: %s' % (len(jobs), ' '.join(suites), args.lanes, ' '.join(j.name for j in jobs)))
+    run(jobs, args.lanes, root=ROOT)
+    failed = [j for j in jobs if j.rc != 0]
+    for job in failed:
+        sys.stdout.write('\n######## %s FAILED: the last %d lines of %s\n' % (job.name, TAIL_LINES, job.log))
+        sys.stdout.writelines(tail(os.path.join(ROOT, job.log), TAIL_LINES) if not job.note else [job.note + '\n'])
+    sys.stdout.write('\n')
+    for job in jobs:
+        last = [line.strip() for line in tail(os.path.join(ROOT, job.log), 3) if line.strip()] if job.rc == 0 else []
+        sys.stdout.write('  %-28s %-7s %5ds  %s\n' % (job.name, 'passed' if job.rc == 0 else 'FAILED', job.seconds,
+                                                      (last[-1] if last else job.note)[:90]))
+    results = suite_results(jobs, suites)
+    names = [suite for suite, ok, _failed in results if not ok]
+    ending = '; failed: ' + ' '.join(names) if names else ''
+    sys.stdout.write('\nmake test: %s in %ds on %d lanes%s\n' % (' '.join(suites), round(time.time() - start), args.lanes, ending))
+    sys.stdout.write('suites: %d passed, %d failed\n' % (len(results) - len(names), len(names)))
+    return 1 if names else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""scripts/test.py (what `make test` calls): the plan of jobs, the lanes, dependencies and the summary; and the
+integration suite's shards (tests/integration/conftest.py): together they run every test once."""
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+runner = _load('xuanwu_test_runner', os.path.join('scripts', 'test.py'))
+shards = _load('xuanwu_integration_conftest', os.path.join('tests', 'integration', 'conftest.py'))
+
+
+def test_the_plan_covers_every_suite_longest_first_with_the_image_before_the_scenarios():
+    jobs = runner.plan(list(runner.SUITES), 2, ['cluster', 'chrony'], ['-q'])
+    names = [j.name for j in jobs]
+    assert names[0] == 'molecule-image'
+    assert sorted(n for n in names if n.startswith('integration:')) == [
+        'integration:venv-2.16:1', 'integration:venv-2.16:2', 'integration:venv:1', 'integration:venv:2']
+    assert {'unit', 'lint', 'sanity', 'molecule:cluster', 'molecule:chrony'} <= set(names)
+    weights = [j.weight for j in jobs]
+    assert weights == sorted(weights, reverse=True)
+    assert all(j.needs == 'molecule-image' for j in jobs if j.name.startswith('molecule:'))
+    shard = [j for j in jobs if j.name == 'integration:venv-2.16:2'][0]
+    assert shard.env['XUANWU_SHARD'] == '2/2' and shard.argv[0] == os.path.join('.venv-2.16', 'bin', 'python')
+    assert shard.env['PATH'].split(os.pathsep)[0] == os.path.join(ROOT, '.venv-2.16', 'bin')
+    # every integration job has a fact cache of its own
+    caches = [j.env['ANSIBLE_CACHE_PLUGIN_CONNECTION'] for j in jobs if j.suite == 'integration']
+    assert len(set(caches)) == 4
+
+
+def test_an_unknown_suite_or_scenario_is_refused():
+    with pytest.raises(SystemExit, match='unknown suite'):
+        runner.plan(['unit', 'units'], 2, [], [])
+    with pytest.raises(SystemExit, match='no molecule scenario nope'):
+        runner.molecule_scenarios(ROOT, ['nope'])
+
+
+def test_lanes_run_jobs_side_by_side_and_never_more_than_the_lanes():
+    # each fake job waits until `lanes` jobs run at once (a barrier): the run ends only if they really overlap
+    lanes = 3
+    barrier = threading.Barrier(lanes, timeout=30)
+    lock = threading.Lock()
+    state = {'now': 0, 'most': 0}
+
+    def fake(job, root):
+        with lock:
+            state['now'] += 1
+            state['most'] = max(state['most'], state['now'])
+        barrier.wait()
+        with lock:
+            state['now'] -= 1
+        job.rc = 0
+
+    jobs = [runner.Job('j%d' % i, 'unit', ['true'], weight=10 - i) for i in range(6)]
+    runner.run(jobs, lanes, runner=fake)
+    assert state['most'] == lanes
+    assert all(j.rc == 0 for j in jobs)
+
+
+def test_a_job_whose_dependency_failed_is_not_run_and_its_suite_fails():
+    ran = []
+
+    def fake(job, root):
+        ran.append(job.name)
+        job.rc = 3 if job.name == 'molecule-image' else 0
+
+    jobs = [runner.Job('molecule-image', 'molecule', ['x']), runner.Job('molecule:a', 'molecule', ['x'], needs='molecule-image'),
+            runner.Job('unit', 'unit', ['x'])]
+    runner.run(jobs, 2, runner=fake)
+    assert 'molecule:a' not in ran and sorted(ran) == ['molecule-image', 'unit']
+    assert jobs[1].rc != 0 and 'molecule-image failed' in jobs[1].note
+    assert runner.suite_results(jobs, ['unit', 'molecule']) == [('unit', True, []), ('molecule', False, ['molecule-image', 'molecule:a'])]
+
+
+def test_main_runs_real_jobs_and_reports_each_suite(tmp_path, monkeypatch, capsys):
+    jobs = [runner.Job('unit', 'unit', [sys.executable, '-c', 'print("fine")']),
+            runner.Job('lint', 'lint', [sys.executable, '-c', 'import sys; print("broken"); sys.exit(4)'])]
+    monkeypatch.setattr(runner, 'plan', lambda *a, **k: jobs)
+    monkeypatch.setattr(runner, 'ROOT', str(tmp_path))
+    assert runner.main(['unit', 'lint', '--lanes', '2']) == 1
+    out = capsys.readouterr().out
+    assert 'lint FAILED: the last' in out and 'broken' in out
+    assert out.rstrip().endswith('suites: 1 passed, 1 failed')
+    assert 'failed: lint' in out
+    assert (tmp_path / '.cache' / 'test-logs' / 'unit.log').read_text().splitlines()[-1] == 'fine'
+
+
+@pytest.mark.parametrize('value, expected', [('1/2', (0, 2)), (' 2 / 2 ', (1, 2)), ('1/1', (0, 1))])
+def test_shard_values(value, expected):
+    assert shards.shard_of(value) == expected
+
+
+@pytest.mark.parametrize('value', ['0/2', '3/2', '1', 'a/b', '', '1/0'])
+def test_bad_shard_values_name_the_fix(value):
+    with pytest.raises(ValueError, match='XUANWU_SHARD must be i/n'):
+        shards.shard_of(value)
+
+
+def test_the_shards_together_run_every_test_once(tmp_path):
+    suite = tmp_path / 'integration'
+    suite.mkdir()
+    with open(os.path.join(ROOT, 'tests', 'integration', 'conftest.py')) as handle:
+        (suite / 'conftest.py').write_text(handle.read())
+    (suite / 'test_a.py').write_text(''.join('def test_a%d():\n    pass\n' % i for i in range(5)))
+    (suite / 'test_b.py').write_text(''.join('def test_b%d():\n    pass\n' % i for i in range(4)))
+    seen = []
+    for shard in ('1/3', '2/3', '3/3'):
+        out = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '--collect-only', str(suite)],
+                             env=dict(os.environ, XUANWU_SHARD=shard), cwd=str(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, universal_newlines=True, check=False).stdout
+        seen.append([line for line in out.splitlines() if '::test_' in line])
+    assert [len(s) for s in seen] == [3, 3, 3]
+    flat = sorted(t for s in seen for t in s)
+    assert len(flat) == len(set(flat)) == 9
+    bad = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', str(suite)],
+                         env=dict(os.environ, XUANWU_SHARD='4/3'), cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert bad.returncode != 0 and 'XUANWU_SHARD must be i/n' in bad.stdout
