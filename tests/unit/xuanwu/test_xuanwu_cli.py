@@ -48,7 +48,7 @@ BAD_BATCH_FILES = [
 ]
 
 
-@pytest.mark.parametrize('changes,message', BAD_BATCH_FILES, ids=[m.split(':')[0] for _, m in BAD_BATCH_FILES])
+@pytest.mark.parametrize('changes,message', BAD_BATCH_FILES, ids=[case[1].split(':')[0] for case in BAD_BATCH_FILES])
 def test_bad_batch_files_exit_4_with_one_line_and_run_nothing(tmp_path, capsys, changes, message):
     batch = {'output_dir': './out', 'max_concurrency': 2, 'retry_count': 1, 'task_list': [GOOD_TASK]}
     batch.update(changes)

@@ -24,7 +24,7 @@ def _hammer(store, ids, errors):
 def test_threads_write_at_once_without_losing_anything(tmp_path):
     store = Store(tmp_path / 'jobs.db')
     ids, errors = [], []
-    threads = [threading.Thread(target=_hammer, args=(store, ids, errors)) for _ in range(THREADS)]
+    threads = [threading.Thread(target=_hammer, args=(store, ids, errors)) for thread_no in range(THREADS)]
     for thread in threads:
         thread.start()
     for thread in threads:
