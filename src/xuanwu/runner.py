@@ -262,7 +262,8 @@ class Executor:
                           envvars=dict(spec.env, ANSIBLE_CONFIG=str(self.config.project_root / 'ansible.cfg')))
         else:
             params.update(command=spec.command, nodes=spec.nodes,
-                          mode=commands.pick_mode(self.config.scheduler, spec.nodes))
+                          mode=commands.pick_mode(self.config.scheduler, spec.nodes),
+                          ssh_config_file=self.config.ssh_config_file and str(self.config.ssh_config_file))
         return params
 
     def _attempt(self, job_id: str, n: int, spec: JobSpec, job: dict) -> dict:
