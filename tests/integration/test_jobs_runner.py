@@ -166,11 +166,10 @@ def test_a_command_job_over_ssh_runs_on_each_node_and_an_unreachable_one_is_tran
     try:
         (tmp_path / 'known_hosts').write_text('[127.0.0.1]:%d %s\n' % (sshd.port, host_key))
         hosts = {'node-a': sshd.port, 'node-b': sshd.port, 'node-down': free_port()}
-        (tmp_path / 'ssh_config').write_text(''.join(
-            'Host %s\n  HostName 127.0.0.1\n  Port %d\n  IdentityFile %s\n  IdentitiesOnly yes\n'
-            '  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n' % (name, port, tmp_path / 'client_key',
-                                                                           tmp_path / 'known_hosts')
-            for name, port in hosts.items()))
+        entry = ('Host %s\n  HostName 127.0.0.1\n  Port %d\n  IdentityFile {key}\n  IdentitiesOnly yes\n'
+                 '  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n').format(
+                     key=tmp_path / 'client_key', known=tmp_path / 'known_hosts')
+        (tmp_path / 'ssh_config').write_text(''.join(entry % (name, port) for name, port in hosts.items()))
         config = write_config(tmp_path, ssh_config_file=str(tmp_path / 'ssh_config'))
         job = json.loads(xuanwu(config, 'run', '--command', 'echo "hello from $(hostname)"', '--nodes',
                                 'node-a,node-b', '--json').stdout)
