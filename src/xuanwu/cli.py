@@ -136,7 +136,15 @@ def _executor(config: Config, store: Store, concurrency=None):
 def cmd_run(args, config: Config) -> int:
     spec = parse_job(_job_data(args), config)
     store = open_store(config)
-    job = _executor(config, store, 1).run(spec)
+    executor = _executor(config, store, 1)
+    job_id = executor.submit(spec)
+    try:
+        job = executor.wait(job_id)
+    except KeyboardInterrupt:
+        # Ctrl-C (SIGINT) stops the job, not only this command: the job runs in a session of its own
+        print('xuanwu run: interrupted; cancelling job %s' % job_id, file=sys.stderr)
+        executor.cancel(job_id)
+        job = executor.wait(job_id)
     _emit(args, job, describe_job(job))
     return EXIT.get(job['status'], 1)
 

@@ -144,6 +144,24 @@ def test_recover_reattaches_a_live_job_reads_an_ended_one_and_fails_one_whose_pr
         assert read_json(os.path.join(job['artifact_dir'], 'job.json'))['status'] == 'succeeded'
 
 
+def test_ctrl_c_on_xuanwu_run_cancels_the_job_and_kills_its_tree(tmp_path):
+    config = write_config(tmp_path)
+    pid_file = tmp_path / 'command.pid'
+    runner = subprocess.Popen(cli_argv(config, 'run', '--command', 'echo $$ > %s; exec sleep 60' % pid_file,
+                                       '--nodes', 'localhost', '--json'),
+                              cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what='the command to start')
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode == 3 and 'interrupted; cancelling job' in err
+    job = json.loads(out)
+    assert job['status'] == 'cancelled' and job['attempt_list'][0]['status'] == 'cancelled'
+    assert group_gone(job['pgid']) and _gone(int(pid_file.read_text()))
+
+
 def test_a_command_job_on_localhost_runs_locally(tmp_path):
     config = write_config(tmp_path)
     done = xuanwu(config, 'run', '--command', 'echo out-$((6 * 7)); echo err >&2', '--nodes', 'localhost', '--json')
