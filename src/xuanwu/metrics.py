@@ -19,8 +19,6 @@ def _label(value: str) -> str:
 
 
 def _num(value: float) -> str:
-    if value == math.inf:
-        return '+Inf'
     if float(value).is_integer():
         return str(int(value))
     return repr(float(value))
@@ -99,7 +97,7 @@ class Metrics:
             '# TYPE xuanwu_job_duration_seconds histogram',
         ]
         for bound, value in zip(DURATION_BUCKETS, buckets):
-            lines.append('xuanwu_job_duration_seconds_bucket{le="%s"} %d' % (_num(bound), value))
+            lines.append('xuanwu_job_duration_seconds_bucket{le="%r"} %d' % (float(bound), value))
         lines += [
             'xuanwu_job_duration_seconds_bucket{le="+Inf"} %d' % count,
             'xuanwu_job_duration_seconds_sum %s' % _num(total),

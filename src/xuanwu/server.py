@@ -269,7 +269,7 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
         hub.publish(job_id, event)
         if event.get('type') != STATE_EVENT:
             return
-        if event.get('status') == 'running':
+        if event.get('status') == 'attempt_started':
             metrics.attempt_started()
         final = _final_state(event)
         if final is None:

@@ -31,7 +31,8 @@ class ExecutorDouble:
     def _run(self, job_id, spec):
         self.store.update_job(job_id, status='running', started=time.time(), attempts=1)
         self.store.add_attempt(job_id, 1)
-        self._emit(job_id, {'type': 'state', 'job_id': job_id, 'status': 'running', 'attempt': 1})
+        self._emit(job_id, {'type': 'state', 'job_id': job_id, 'status': 'running'})
+        self._emit(job_id, {'type': 'state', 'job_id': job_id, 'status': 'attempt_started', 'attempt': 1})
         self._emit(job_id, {'type': 'ansible', 'job_id': job_id, 'event': 'playbook_on_start', 'counter': 1})
         if spec.name.startswith('hang-'):
             self.cancelled[job_id].wait(60)
