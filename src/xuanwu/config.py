@@ -59,6 +59,7 @@ class Config:
     default_timeout_sec: int = 3600
     ansible_runner_bin: str = dataclasses.field(default_factory=_runner_bin)
     cancel_grace_sec: float = 10.0
+    retry_backoff_sec: float = 5.0
     webhook_url: str | None = None
     webhook_secret: str | None = None
 
@@ -95,6 +96,9 @@ class Config:
         if isinstance(self.cancel_grace_sec, bool) or not isinstance(self.cancel_grace_sec, (int, float)) \
                 or self.cancel_grace_sec < 0:
             raise ConfigError('cancel_grace_sec: must be a number >= 0, got %r' % (self.cancel_grace_sec,))
+        if isinstance(self.retry_backoff_sec, bool) or not isinstance(self.retry_backoff_sec, (int, float)) \
+                or self.retry_backoff_sec < 0:
+            raise ConfigError('retry_backoff_sec: must be a number >= 0, got %r' % (self.retry_backoff_sec,))
         for name, path in self.playbooks.items():
             if not isinstance(name, str) or not isinstance(path, str) or not name:
                 raise ConfigError('playbooks: each entry maps a name to a playbook file, got %r: %r' % (name, path))
