@@ -59,6 +59,13 @@ if [ "${SETUP_SKIP_216:-0}" != 1 ]; then
     make_venv .venv-2.16 requirements/controller-2.16.txt requirements/test-base.txt
 fi
 
+# The controller-side package (src/xuanwu, the `xuanwu` command), editable, into the main venv; its
+# dependencies come from requirements/service.txt above.
+if ! .venv/bin/python -c 'import sys, xuanwu; sys.exit(0 if xuanwu.__file__.startswith(sys.argv[1]) else 1)' "$ROOT/src/" 2>/dev/null; then
+    log "installing the xuanwu package (src/) into .venv"
+    .venv/bin/python -m pip install "${PIP_FLAGS[@]}" --no-deps --no-build-isolation -e .
+fi
+
 # The collection, importable as xuanwu.cluster through ansible.cfg's collections_path.
 mkdir -p .collections/ansible_collections/xuanwu
 ln -sfn ../../.. .collections/ansible_collections/xuanwu/cluster
