@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from . import FINAL_STATES, STATES, __version__
 from .auth import bearer_matches, credential_in_query
+from .batch import start_batch
 from .metrics import Metrics
 from .spec import SpecError, parse_batch, parse_job
 
@@ -428,8 +429,7 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
                             status_code=201, headers={'Location': '/api/v1/batches/%s' % batch_id})
 
     def _start_batch(spec) -> str:
-        from . import batch as batch_mod    # the core's module; imported late so the service starts without it
-        batch_id = batch_mod.start_batch(spec, executor)
+        batch_id = start_batch(spec, executor)
         LOG.info('batch %s (%d tasks) started', batch_id, len(spec.tasks))
         return batch_id
 
@@ -525,15 +525,15 @@ def serve(args, config) -> int:
     of the service, and the next start re-attaches them (Executor.recover)."""
     import uvicorn
 
+    from .cli import open_store
     from .runner import Executor
-    from .store import Store
     from .webhooks import Notifier
 
     logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(name)s: %(message)s')
     settings = serve_settings(args)
     if settings['token'] is None:
         LOG.warning('serving WITHOUT authentication on %s: every local user can run jobs', args.bind)
-    store = Store(Path(config.data_dir) / 'jobs.db')
+    store = open_store(config)
     executor = Executor(config, store, config.max_concurrency)
     secret = settings['webhook_secret'] or getattr(config, 'webhook_secret', None)
     notifier = Notifier(secret.encode() if secret else None, getattr(config, 'webhook_url', None))

@@ -15,6 +15,7 @@ import requests
 import uvicorn
 
 from executor_double import ExecutorDouble
+from service_cases import GOOD, HOSTILE
 from xuanwu.config import Config
 from xuanwu.metrics import Metrics
 from xuanwu.server import create_app
@@ -25,7 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 TOKEN = 'unit-test-token-0123456789abcdef'
 AUTH = {'Authorization': 'Bearer ' + TOKEN}
 LIMIT = 16384
-GOOD = {'name': 'ok-1', 'playbook': 'validate', 'inventory': 'inventories/demo/hosts.yml'}
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
@@ -109,36 +109,6 @@ def test_auth_refused(service, headers, query, status, method, path):
     assert len(service['executor'].submitted) == before
 
 
-HOSTILE = [
-    # (id, raw body, status, field named in the message)
-    ('malformed', b'{"name": "x",', 400, 'malformed JSON'),
-    ('not-utf8', b'{"name": "\xff"}', 400, 'UTF-8'),
-    ('empty', b'', 400, 'empty body'),
-    ('array', b'[1, 2]', 422, 'must be a JSON object'),
-    ('nan', b'{"name": "n", "command": "true", "nodes": ["localhost"], "timeout_sec": NaN}', 400, 'NaN'),
-    ('huge-int', b'{"name": "n", "command": "true", "nodes": ["localhost"], "timeout_sec": 1' + b'0' * 5000 + b'}',
-     400, 'malformed JSON'),
-    ('huge-number', b'{"name": "n", "command": "true", "nodes": ["localhost"], "timeout_sec": 1e400}', 422, 'timeout_sec'),
-    ('big-timeout', b'{"name": "n", "command": "true", "nodes": ["localhost"], "timeout_sec": 99999999999999999999}',
-     422, 'timeout_sec'),
-    ('deep', b'{"name": "n", "extra_vars": ' + b'[' * 5000 + b']' * 5000 + b'}', 422, 'nested'),
-    ('wrong-type-name', json.dumps({'name': 5, 'command': 'true', 'nodes': ['localhost']}).encode(), 422, 'name'),
-    ('wrong-type-nodes', json.dumps({'name': 'n', 'command': 'true', 'nodes': 'localhost'}).encode(), 422, 'nodes'),
-    ('bool-timeout', json.dumps({'name': 'n', 'command': 'true', 'nodes': ['a'], 'timeout_sec': True}).encode(),
-     422, 'timeout_sec'),
-    ('unknown-field', json.dumps(dict(GOOD, become_root=True)).encode(), 422, 'become_root'),
-    ('unknown-playbook', json.dumps(dict(GOOD, playbook='nope')).encode(), 422, 'playbook'),
-    ('playbook-path', json.dumps(dict(GOOD, playbook='../../etc/passwd')).encode(), 422, 'playbook'),
-    ('dotdot-name', json.dumps(dict(GOOD, name='../evil')).encode(), 422, 'name'),
-    ('inventory-outside', json.dumps(dict(GOOD, inventory='inventories/../../../etc')).encode(), 422, 'inventory'),
-    ('inventory-absolute', json.dumps(dict(GOOD, inventory='/etc/hosts')).encode(), 422, 'inventory'),
-    ('nul-name', json.dumps(dict(GOOD, name='ok\x00x')).encode(), 422, 'name'),
-    ('nul-inventory', json.dumps(dict(GOOD, inventory='inventories/demo\x00/x')).encode(), 422, 'inventory'),
-    ('nul-key', json.dumps(dict(GOOD, extra_vars={'a\x00': 1})).encode(), 422, 'extra_vars'),
-    ('both-kinds', json.dumps(dict(GOOD, command='true')).encode(), 422, 'command'),
-    ('neither-kind', json.dumps({'name': 'n'}).encode(), 422, 'playbook'),
-    ('bad-webhook', json.dumps(dict(GOOD, webhook_url='file:///etc/passwd')).encode(), 422, 'webhook_url'),
-]
 
 
 @pytest.mark.parametrize('body, status, expect', [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
