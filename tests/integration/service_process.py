@@ -62,7 +62,7 @@ class Service:
         self.folder, self.config, self.token, self.token_file = folder, config, token, token_file
         self.port = free_port()
         self.base = 'http://127.0.0.1:%d' % self.port
-        self.args, self.env = list(args), env
+        self.args, self.env = list(args), dict(env or {})
         self.log_path = folder / ('service-%d.log' % self.port)
         self.proc = None
 
