@@ -26,7 +26,7 @@ TRANSIENT_TEXT = re.compile(r'NODE_FAIL|Node failure|Unable to allocate resource
 
 def pick_mode(scheduler: str, nodes) -> str:
     """'slurm', 'local' or 'ssh' for a command job on ``nodes`` under the configured ``scheduler``."""
-    if scheduler == 'slurm' or (scheduler == 'auto' and shutil.which('srun') and shutil.which('sbatch')):
+    if scheduler == 'slurm' or (scheduler == 'auto' and shutil.which('srun')):
         return 'slurm'
     if all(node in LOCAL_NODES for node in nodes):
         return 'local'

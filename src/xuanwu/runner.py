@@ -327,7 +327,7 @@ class Executor:
                       report=result.get('report'), slurm_job_id=result.get('slurm_job_id'),
                       ran_on=result.get('ran_on'))
         self._write_record(att.adir, record)
-        if result.get('report') or result.get('slurm_job_id'):
+        if result.get('report') or result.get('slurm_job_id') or result.get('ran_on'):
             job = self.store.get_job(att.job_id, with_attempts=False)
             info = dict(job.get('info') or {})
             info.update({k: result[k] for k in ('report', 'slurm_job_id', 'ran_on') if result.get(k)})
@@ -369,6 +369,8 @@ class Executor:
             rc = att.proc.returncode
         out = {'rc': rc, 'error': exit_info.get('error'), 'report': self._report(att.adir),
                'slurm_job_id': exit_info.get('slurm_job_id'), 'ran_on': exit_info.get('ran_on')}
+        if not att.cancelled and self.store.get_job(att.job_id, with_attempts=False)['status'] == 'cancelled':
+            att.cancelled = True    # cancelled by another process (xuanwu cancel), which killed the group
         if att.cancelled:
             out.update(status='cancelled', error_class=None, reason='cancelled by request')
         elif att.timed_out:
@@ -412,14 +414,18 @@ class Executor:
     # restart
     def recover(self) -> dict:
         """At start-up: re-attach to running jobs whose attempt process still runs, fail those whose process
-        is gone, re-queue the queued ones. Returns {'reattached': [...], 'failed': [...], 'requeued': [...]}."""
-        out = {'reattached': [], 'failed': [], 'requeued': []}
+        is gone (reading the result of those that ended meanwhile), re-queue the queued ones. Returns the job ids:
+        {'reattached': [...], 'ended': [...], 'failed': [...], 'requeued': [...]}."""
+        out = {'reattached': [], 'ended': [], 'failed': [], 'requeued': []}
         for job in self.store.list_jobs(status='running', limit=1000000):
             job_id = job['id']
             with self._lock:
                 if job_id in self._running:
                     continue
-            if job.get('pid') and alive(job['pid'], job.get('pid_start')):
+            running = bool(job.get('pid')) and alive(job['pid'], job.get('pid_start'))
+            ended = bool(job.get('artifact_dir')) and os.path.isfile(os.path.join(job['artifact_dir'], 'exit.json'))
+            if running or ended:
+                # still running: watch it to its end; ended while nobody watched: its exit.json is the result
                 spec = JobSpec.from_dict(job['spec'])
                 adir = Path(job['artifact_dir'])
                 try:
@@ -432,8 +438,8 @@ class Executor:
                 thread = threading.Thread(target=self._reattached, args=(att, spec, record, job), daemon=True)
                 thread.start()
                 self._watchers.append(thread)
-                out['reattached'].append(job_id)
-                self._state(job_id, 'reattached', pid=job['pid'])
+                out['reattached' if running else 'ended'].append(job_id)
+                self._state(job_id, 'reattached' if running else 'ended_unwatched', pid=job['pid'])
             else:
                 reason = ('the service stopped while this job ran (pid %s gone); its artifacts: %s'
                           % (job.get('pid'), job.get('artifact_dir')))

@@ -1,7 +1,13 @@
-"""Test double of Slurm's ``scontrol`` and ``sinfo`` (the name it is called by decides which), for the
-scheduler role's tests. Not Slurm: ``install(folder)`` writes ``scontrol`` and ``sinfo`` wrappers into
-``folder``; the double keeps the nodes in ``slurm-double-state.json`` there and logs every call to
-``slurm-double-calls.jsonl``.
+"""Test double of Slurm's ``scontrol``, ``sinfo``, ``srun`` and ``scancel`` (the name it is called by decides
+which), for the scheduler role's and the job runner's tests. Not Slurm: ``install(folder)`` writes the
+wrappers into ``folder``; the double keeps the nodes (and the jobs srun started) in
+``slurm-double-state.json`` there and logs every call to ``slurm-double-calls.jsonl``.
+
+``srun --nodelist=A,B --nodes=2 --ntasks-per-node=1 --job-name=NAME CMD...`` allocates a job id, records
+``{"jobs": {ID: {"name", "nodes", "state": "RUNNING", "pid"}}}`` and runs CMD once per node, here, with
+``SLURM_JOB_ID``, ``SLURMD_NODENAME``, ``SLURM_NODEID`` and ``SLURM_PROCID`` set; the job ends COMPLETED or
+FAILED. A node that is unknown, DOWN or drained fails the allocation as Slurm does. ``scancel --name=NAME`` or
+``scancel ID`` marks the running jobs CANCELLED and sends SIGTERM to their srun.
 
 State: ``{"nodes": {NAME: {"state": "IDLE", "reason": "", "partitions": ["gpu"], "jobs_for_reads": N}}}``.
 A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads of a drained node happen;
@@ -11,6 +17,8 @@ A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads o
 import fcntl
 import json
 import os
+import signal
+import subprocess
 import sys
 
 STATE = 'slurm-double-state.json'
@@ -20,7 +28,7 @@ WRAPPER = "#!/bin/sh\nexec '%s' '%s' '%s' %s \"$@\"\n"
 
 def install(folder, nodes):
     """Write ``scontrol`` and ``sinfo`` into ``folder`` (a str) and the state of ``nodes``; returns the folder."""
-    for tool in ('scontrol', 'sinfo'):
+    for tool in ('scontrol', 'sinfo', 'srun', 'scancel'):
         path = os.path.join(folder, tool)
         with open(path, 'w') as handle:
             handle.write(WRAPPER % (sys.executable, os.path.abspath(__file__), folder, tool))
@@ -106,15 +114,93 @@ def sinfo(state):
     return 0
 
 
+def locked(func, *args):
+    """``func(*args)`` with the state locked: one call at a time (the role runs on several hosts at once)."""
+    with open(CALLS, 'a') as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        return func(*args)
+
+
+def log_call(argv):
+    with open(CALLS, 'a') as handle:
+        handle.write(json.dumps(argv) + '\n')
+
+
 def main(argv):
     os.chdir(argv[1])
     argv = argv[2:]
-    # one call at a time: the role runs on several hosts at once, and each call may write the state
-    with open(CALLS, 'a') as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.write(json.dumps(argv) + '\n')
-        handle.flush()
-        return run(argv)
+    locked(log_call, argv)
+    if argv[0] == 'srun':
+        return srun(argv[1:])
+    return locked(run, argv)
+
+
+def allocate(opts, name):
+    """Record a job of srun's options; (job id, nodes) or (None, error)."""
+    state = load()
+    nodes = opts.get('--nodelist', '').split(',')
+    for node in nodes:
+        entry = state['nodes'].get(node)
+        if entry is None or 'DRAIN' in flags(entry) or flags(entry)[0] == 'DOWN':
+            return None, 'srun: error: Unable to allocate resources: Requested node configuration is not available'
+    if opts.get('--nodes') not in (None, str(len(nodes))):
+        return None, 'srun: error: --nodes=%s does not match the %d nodes of --nodelist' % (opts['--nodes'], len(nodes))
+    job_id = str(state.get('next_job_id', 1000))
+    state['next_job_id'] = int(job_id) + 1
+    state.setdefault('jobs', {})[job_id] = {'name': name, 'nodes': nodes, 'state': 'RUNNING', 'pid': os.getpid()}
+    save(state)
+    return job_id, nodes
+
+
+def end_job(job_id, rc):
+    state = load()
+    job = state['jobs'][job_id]
+    if job['state'] == 'RUNNING':
+        job['state'] = 'COMPLETED' if rc == 0 else 'FAILED'
+    job['exit_code'] = rc
+    save(state)
+
+
+def srun(args):
+    opts = {}
+    while args and args[0].startswith('--'):
+        key, _, value = args.pop(0).partition('=')
+        opts[key] = value
+    if not args or '--nodelist' not in opts:
+        sys.stderr.write('srun: the double needs --nodelist=... and a command\n')
+        return 2
+    job_id, nodes = locked(allocate, opts, opts.get('--job-name', args[0]))
+    if job_id is None:
+        sys.stderr.write(nodes + '\n')
+        return 1
+    children = []
+    for index, node in enumerate(nodes):
+        env = dict(os.environ, SLURM_JOB_ID=job_id, SLURM_JOBID=job_id, SLURMD_NODENAME=node,
+                   SLURM_NODEID=str(index), SLURM_PROCID=str(index), SLURM_JOB_NODELIST=','.join(nodes))
+        children.append(subprocess.Popen(args, env=env))
+
+    def stop(signum, _frame):
+        for child in children:
+            child.send_signal(signum)
+    signal.signal(signal.SIGTERM, stop)
+    rcs = [child.wait() for child in children]
+    rc = next((r for r in rcs if r != 0), 0)
+    locked(end_job, job_id, rc)
+    return rc if rc >= 0 else 128 - rc
+
+
+def scancel(state, args):
+    names = [a.split('=', 1)[1] for a in args if a.startswith('--name=')]
+    ids = [a for a in args if not a.startswith('-')]
+    for job_id, job in sorted(state.get('jobs', {}).items()):
+        if job['state'] == 'RUNNING' and (job_id in ids or job['name'] in names):
+            job['state'] = 'CANCELLED'
+            try:
+                os.kill(job['pid'], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    save(state)
+    return 0
 
 
 def run(argv):
@@ -127,6 +213,8 @@ def run(argv):
         return show(state, args[2])
     if tool == 'scontrol' and args[:1] == ['update']:
         return update(state, args[1:])
+    if tool == 'scancel':
+        return scancel(state, args)
     sys.stderr.write('%s: unsupported arguments %r\n' % (tool, argv[1:]))
     return 2
 

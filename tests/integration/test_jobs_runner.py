@@ -1,0 +1,173 @@
+"""The job runner on real ansible-runner and real processes: a validate job on the demo inventory, timeouts
+and cancels that kill the whole process tree, restart recovery, command jobs (locally and through Slurm)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, load, read_json, wait_for, write_config, \
+    xuanwu
+
+pytestmark = [pytest.mark.one_controller,
+              pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')]
+
+
+def _job_id(stdout):
+    return json.loads(stdout)['id']
+
+
+def test_validate_on_the_demo_inventory_fails_permanently_once_with_its_report(tmp_path):
+    config = write_config(tmp_path)
+    done = xuanwu(config, 'run', '--playbook', 'validate', '--inventory', 'inventories/demo', '--json', timeout=300)
+    assert done.returncode == 2, done.stderr
+    job = json.loads(done.stdout)
+    assert (job['status'], job['error_class'], job['attempts'], job['rc']) == ('failed', 'permanent', 1, 2)
+    assert 'exited with 2' in job['reason']
+    report = job['info']['report']
+    assert report and os.path.isfile(os.path.join(report, 'report.json'))
+    assert report.startswith(job['artifact_dir'])
+    shown = xuanwu(config, 'show', job['id'])
+    assert 'report: %s' % report in shown.stdout and 'attempt 1: failed, rc 2, permanent' in shown.stdout
+
+
+def _gone(pid):
+    """Process ``pid`` ended (at most a zombie that its new parent has yet to reap)."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] == 'Z'
+    except OSError:
+        return True
+
+
+def test_a_job_past_its_timeout_fails_transiently_and_its_tree_is_gone(tmp_path):
+    config = write_config(tmp_path)
+    done = xuanwu(config, 'run', '--playbook', 't-sleep', '--inventory', INVENTORY, '--timeout-sec', '4',
+                  '-e', 'sleep_sec=60', '--json')
+    assert done.returncode == 2, done.stderr
+    job = json.loads(done.stdout)
+    assert (job['status'], job['error_class'], job['reason']) == ('failed', 'transient', 'timed out after 4 s')
+    assert job['attempt_list'][0]['status'] == 'failed' and job['attempts'] == 1
+    with pytest.raises(ProcessLookupError):
+        os.killpg(job['pgid'], 0)
+
+
+def test_cancel_from_another_process_kills_the_tree(tmp_path):
+    config = write_config(tmp_path)
+    pid_file = tmp_path / 'shell.pid'
+    runner = subprocess.Popen(cli_argv(config, 'run', '--playbook', 't-sleep', '--inventory', INVENTORY,
+                                       '-e', 'sleep_sec=60', '-e', 'pid_file=%s' % pid_file, '--json'),
+                              cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, store = load(config)
+        wait_for(pid_file.exists, what='the play to start its shell')
+        job = store.list_jobs(status='running')[0]
+        done = xuanwu(config, 'cancel', job['id'])
+        assert done.returncode == 0, done.stdout + done.stderr
+        out, err = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode == 3, err
+    final = json.loads(out)
+    assert final['status'] == 'cancelled' and final['reason'] == 'cancelled by request'
+    assert final['attempt_list'][0]['status'] == 'cancelled'
+    assert wait_for(lambda: group_gone(job['pgid']), timeout=15, what='the process group to go')
+    # the shell of the play (a grandchild of ansible-playbook) went with it
+    assert wait_for(lambda: _gone(int(pid_file.read_text())), timeout=15, what='the shell of the play to go')
+    assert xuanwu(config, 'cancel', job['id']).returncode == 1     # already final
+
+
+def _start_and_abandon(config, tmp_path, sleeps):
+    """Start a sleeping job per item of ``sleeps`` with the CLI, all at once, then kill the CLIs only (SIGKILL:
+    no clean-up) once each play runs its shell; the job records, in the order of ``sleeps``."""
+    runners = []
+    for index, sleep_sec in enumerate(sleeps):
+        pid_file = tmp_path / ('shell-%d.pid' % index)
+        runners.append((pid_file, subprocess.Popen(
+            cli_argv(config, 'run', '--name', 'job-%d' % index, '--playbook', 't-sleep', '--inventory', INVENTORY,
+                     '-e', 'sleep_sec=%s' % sleep_sec, '-e', 'pid_file=%s' % pid_file),
+            cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    for pid_file, runner in runners:
+        wait_for(pid_file.exists, what='the play to start its shell')
+        runner.kill()
+        runner.wait()
+    _, store = load(config)
+    jobs = dict((j['name'], j) for j in store.list_jobs())
+    return [store.get_job(jobs['job-%d' % index]['id']) for index in range(len(sleeps))]
+
+
+def test_recover_reattaches_a_live_job_reads_an_ended_one_and_fails_one_whose_process_is_gone(tmp_path):
+    from xuanwu.runner import Executor
+    config = write_config(tmp_path)
+    dead, ended, live = _start_and_abandon(config, tmp_path, [60, 0, 8])
+    os.killpg(dead['pgid'], signal.SIGKILL)
+    wait_for(lambda: group_gone(dead['pgid']), what='the killed job to go')
+    wait_for(lambda: os.path.isfile(os.path.join(ended['artifact_dir'], 'exit.json')), what='the short job to end')
+    cfg, store = load(config)
+    executor = Executor(cfg, store, 2)
+    found = executor.recover()
+    assert found == {'reattached': [live['id']], 'ended': [ended['id']], 'failed': [dead['id']], 'requeued': []}
+    failed = store.get_job(dead['id'])
+    assert failed['status'] == 'failed'
+    assert failed['reason'] == ('the service stopped while this job ran (pid %d gone); its artifacts: %s'
+                                % (dead['pid'], dead['artifact_dir']))
+    assert failed['attempt_list'][0]['finished'] is not None
+    for job_id in (live['id'], ended['id']):
+        job = executor.wait(job_id, timeout=60)
+        assert (job['status'], job['rc'], job['attempts']) == ('succeeded', 0, 1)
+        assert read_json(os.path.join(job['artifact_dir'], 'job.json'))['status'] == 'succeeded'
+
+
+def test_a_command_job_on_localhost_runs_locally(tmp_path):
+    config = write_config(tmp_path)
+    done = xuanwu(config, 'run', '--command', 'echo out-$((6 * 7)); echo err >&2', '--nodes', 'localhost', '--json')
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    assert job['info']['mode'] == 'local' and job['info']['ran_on'] == ['localhost']
+    assert (tmp_path / 'home' / 'jobs' / job['id'] / 'attempt-1' / 'stdout.txt').read_text() == 'out-42\n'
+    failing = json.loads(xuanwu(config, 'run', '--command', 'exit 3', '--nodes', '127.0.0.1', '--json').stdout)
+    assert (failing['status'], failing['error_class'], failing['rc']) == ('failed', 'permanent', 3)
+
+
+def _slurm(tmp_path):
+    import slurm_double
+    folder = tmp_path / 'slurm-bin'
+    folder.mkdir()
+    slurm_double.install(str(folder), {name: {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
+                                       for name in ('gpu-node01', 'gpu-node02', 'gpu-node03')})
+    return folder
+
+
+def test_a_command_job_through_slurm_records_the_slurm_job_and_its_nodes(tmp_path):
+    folder = _slurm(tmp_path)
+    config = write_config(tmp_path, scheduler='slurm')
+    done = xuanwu(config, 'run', '--command', 'echo "on $SLURMD_NODENAME"', '--nodes', 'gpu-node01,gpu-node02',
+                  '--json', path_prefix=str(folder))
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    state = read_json(folder / 'slurm-double-state.json')
+    slurm_job = state['jobs'][job['info']['slurm_job_id']]
+    assert slurm_job['name'] == 'xuanwu-%s' % job['id'] and slurm_job['nodes'] == ['gpu-node01', 'gpu-node02']
+    assert slurm_job['state'] == 'COMPLETED'
+    assert job['info']['mode'] == 'slurm' and job['info']['ran_on'] == ['gpu-node01', 'gpu-node02']
+    stdout = (tmp_path / 'home' / 'jobs' / job['id'] / 'attempt-1' / 'stdout.txt').read_text()
+    assert sorted(stdout.splitlines()) == ['on gpu-node01', 'on gpu-node02']
+    unknown = json.loads(xuanwu(config, 'run', '--command', 'true', '--nodes', 'gpu-node09', '--json',
+                                path_prefix=str(folder)).stdout)
+    assert unknown['status'] == 'failed' and unknown['error_class'] == 'permanent'
+
+
+def test_a_slurm_command_job_past_its_timeout_is_scancelled(tmp_path):
+    folder = _slurm(tmp_path)
+    config = write_config(tmp_path, scheduler='slurm')
+    done = xuanwu(config, 'run', '--command', 'sleep 60', '--nodes', 'gpu-node03', '--timeout-sec', '2', '--json',
+                  path_prefix=str(folder))
+    job = json.loads(done.stdout)
+    assert (job['status'], job['reason']) == ('failed', 'timed out after 2 s')
+    calls = [json.loads(line) for line in (folder / 'slurm-double-calls.jsonl').read_text().splitlines()]
+    assert ['scancel', '--name=xuanwu-%s' % job['id']] in calls
+    state = read_json(folder / 'slurm-double-state.json')
+    assert [j['state'] for j in state['jobs'].values() if j['name'] == 'xuanwu-%s' % job['id']] == ['CANCELLED']
+    assert group_gone(job['pgid'])
