@@ -97,7 +97,7 @@ class Service:
         job_id = self.submit(body)
         with requests.get('%s/api/v1/jobs/%s/events' % (self.base, job_id), headers=self.headers, stream=True,
                           timeout=3600) as resp:
-            for _ in resp.iter_lines():
+            for dummy in resp.iter_lines():
                 pass
         elapsed = time.perf_counter() - started
         job = requests.get('%s/api/v1/jobs/%s' % (self.base, job_id), headers=self.headers, timeout=60).json()
@@ -125,7 +125,7 @@ def throughput(service, submissions, clients):
     per_client = [submissions // clients + (1 if i < submissions % clients else 0) for i in range(clients)]
 
     def client(count):
-        for _ in range(count):
+        for dummy in range(count):
             job_id = service.submit(body)
             with lock:
                 ids.append(job_id)
@@ -149,7 +149,7 @@ def throughput(service, submissions, clients):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--playbook', default='validate', help='a registered playbook name (default validate)')
     parser.add_argument('--inventory', default='inventories/demo')
@@ -198,8 +198,8 @@ def main(argv=None):
         'throughput': accepted,
     }
     print('bare ansible-runner  median %.2f s' % result['bare_median_sec'])
-    print('through the service  median %.2f s  (+%.2f s, ratio %.3f)' % (result['service_median_sec'],
-                                                                       result['overhead_median_sec'], result['ratio']))
+    print('through the service  median %.2f s  (+%.2f s, ratio %.3f)'
+          % (result['service_median_sec'], result['overhead_median_sec'], result['ratio']))
     print('submissions: %d accepted in %.2f s by %d clients = %.1f jobs/s; all final after %.1f s'
           % (accepted['submissions'], accepted['accept_sec'], accepted['clients'], accepted['accepted_per_sec'],
              accepted['all_final_sec']))

@@ -75,7 +75,7 @@ def bearer_matches(header: str | None, token: str) -> bool:
     """True when an Authorization header value is ``Bearer <token>`` (constant-time comparison)."""
     if not header:
         return False
-    scheme, _, value = header.partition(' ')
+    scheme, dummy, value = header.partition(' ')
     if scheme.lower() != 'bearer':
         return False
     return hmac.compare_digest(value.strip().encode('utf-8', 'surrogateescape'), token.encode('ascii'))

@@ -95,7 +95,7 @@ def decode_body(raw: bytes) -> dict:
     except json.JSONDecodeError as exc:
         raise BodyError(400, 'malformed JSON at line %d column %d: %s' % (exc.lineno, exc.colno, exc.msg)) from None
     except ValueError as exc:   # e.g. an integer longer than Python's digit limit
-        raise BodyError(400, 'malformed JSON: %s' % str(exc).split(';')[0]) from None
+        raise BodyError(400, 'malformed JSON: %s' % str(exc).split(';', maxsplit=1)[0]) from None
     if not isinstance(data, dict):
         raise BodyError(422, 'must be a JSON object, got %s' % type(data).__name__)
     _walk(data, '')
@@ -201,7 +201,7 @@ class Guard:
 
     def _refuse(self, scope):
         query = scope.get('query_string', b'').decode('latin-1')
-        if query and credential_in_query(k for k, _ in parse_qsl(query, keep_blank_values=True)):
+        if query and credential_in_query(pair[0] for pair in parse_qsl(query, keep_blank_values=True)):
             return _error(400, 'a credential in the query string is refused (URLs end up in logs): '
                                'send the token in the Authorization header as "Bearer <token>"')
         if scope['path'] == '/health' or self.token is None:

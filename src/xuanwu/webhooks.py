@@ -90,6 +90,7 @@ class Notifier:
                    DELIVERY_HEADER: secrets.token_hex(8), 'User-Agent': 'xuanwu-webhooks'}
         if self.secret:
             headers[SIGNATURE_HEADER] = sign(self.secret, body)
+        reason = ''
         for attempt in range(1, self.attempts + 1):
             request = urllib.request.Request(url, data=body, headers=headers, method='POST')
             try:

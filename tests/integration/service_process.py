@@ -130,8 +130,8 @@ class Service:
             if job['status'] in states:
                 return job
             time.sleep(0.1)
-        raise AssertionError('job %s is %s after %ss:\n%s' % (job_id, json.dumps(self.job(job_id))[:2000], timeout,
-                                                               self.log()[-3000:]))
+        raise AssertionError('job %s is %s after %ss:\n%s'
+                             % (job_id, json.dumps(self.job(job_id))[:2000], timeout, self.log()[-3000:]))
 
 
 def start_service(tmp_path, config_settings=None, args=(), env=None):

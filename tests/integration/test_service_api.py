@@ -74,7 +74,7 @@ def test_auth_refused(service, headers, query, status):
 
 def test_startup_refusals(tmp_path):
     config = write_config(tmp_path)
-    _, loose = write_token(tmp_path, 0o644, 'loose-token')
+    loose = write_token(tmp_path, 0o644, 'loose-token')[1]
     cases = [(['--token-file', str(loose)], 'chmod 600 %s' % loose),
              (['--bind', '0.0.0.0', '--insecure-no-token'], 'refusing to serve on 0.0.0.0 without a token'),
              ([], 'no API token')]
@@ -121,7 +121,7 @@ def test_200_concurrent_submissions_never_more_than_4_running(service):
             ids.append(service.submit(body))
         except Exception as exc:  # pylint: disable=broad-except
             errors.append(repr(exc))
-    threads = [threading.Thread(target=submit) for _ in range(200)]
+    threads = [threading.Thread(target=submit) for dummy in range(200)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -138,7 +138,7 @@ def test_200_concurrent_submissions_never_more_than_4_running(service):
     assert sorted(set(j['status'] for j in mine)) == ['succeeded'], [j for j in mine if j['status'] != 'succeeded'][:2]
     edges = sorted([(j['started'], 1) for j in mine] + [(j['finished'], -1) for j in mine], key=lambda e: (e[0], e[1]))
     running = peak = 0
-    for _, step in edges:
+    for dummy, step in edges:
         running += step
         peak = max(peak, running)
     assert 1 <= peak <= 4, peak
@@ -227,7 +227,7 @@ def test_metrics_count_the_jobs_and_webhooks_are_signed(service):
     assert samples[('xuanwu_job_duration_seconds_count', ())] == finished >= 1
     assert samples[('xuanwu_job_attempts_total', ())] >= finished
     deadline = time.monotonic() + 30
-    while job_id not in [json.loads(body)['job']['id'] for _, _, body in Receiver.received]:
+    while job_id not in [json.loads(item[2])['job']['id'] for item in Receiver.received]:
         assert time.monotonic() < deadline, 'no webhook for %s' % job_id
         time.sleep(0.1)
     for signature, stamp, body in Receiver.received:

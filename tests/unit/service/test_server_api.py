@@ -63,7 +63,7 @@ def service(tmp_path_factory):
     thread = threading.Thread(target=server.run, kwargs={'sockets': [sock]}, daemon=True)
     thread.start()
     base = 'http://127.0.0.1:%d' % sock.getsockname()[1]
-    for _ in range(200):
+    for dummy in range(200):
         if server.started:
             break
         time.sleep(0.05)
@@ -107,8 +107,6 @@ def test_auth_refused(service, headers, query, status, method, path):
     assert TOKEN not in resp.text
     assert ('Authorization header' in resp.json()['detail']) if status == 400 else resp.headers['WWW-Authenticate'] == 'Bearer'
     assert len(service['executor'].submitted) == before
-
-
 
 
 @pytest.mark.parametrize('body, status, expect', [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
