@@ -33,8 +33,8 @@ DEFAULT_BODY_LIMIT = 64 * 1024
 JOB_ID_RE = re.compile(r'^j-[0-9a-f]{12}$')
 BATCH_ID_RE = re.compile(r'^b-[0-9a-f]{12}$')
 MAX_DEPTH = 32
-EVENT_HISTORY = 2000          # events kept per job for SSE clients that connect late
-FINISHED_HISTORIES = 256      # finished jobs whose events are kept
+HISTORY_BYTES_PER_JOB = 4 * 1024 * 1024    # serialised events kept per job for SSE clients that connect late
+FINISHED_HISTORIES = 64                     # finished jobs whose events are kept
 KEEPALIVE_SEC = 15.0
 STATE_EVENT = 'state'
 
@@ -108,26 +108,32 @@ def _inside(path: str, root: Path) -> bool:
 
 
 class EventHub:
-    """Fans the executor's events out to SSE clients; keeps a bounded history per job."""
+    """Fans the executor's events out to SSE clients, each event serialised once. Keeps, for clients that
+    connect late, the last events of each job within a byte budget per job (the oldest go first), and
+    the histories of the last finished jobs only."""
 
-    def __init__(self):
+    def __init__(self, job_bytes: int = HISTORY_BYTES_PER_JOB, finished_jobs: int = FINISHED_HISTORIES):
         self._lock = threading.Lock()
-        self._history: dict = {}
+        self._history: dict = {}      # job id -> [deque of (serial, final, message), bytes]
         self._finished: collections.deque = collections.deque()
         self._subscribers: dict = collections.defaultdict(list)
         self._serial = 0
+        self.job_bytes = job_bytes
+        self.finished_jobs = finished_jobs
 
     def publish(self, job_id: str, event: dict) -> None:
+        final = _final_state(event) is not None
         with self._lock:
             self._serial += 1
-            item = (self._serial, event)
-            history = self._history.get(job_id)
-            if history is None:
-                history = self._history[job_id] = collections.deque(maxlen=EVENT_HISTORY)
-            history.append(item)
-            if _final_state(event):
+            item = (self._serial, final, _sse(self._serial, event))
+            entry = self._history.setdefault(job_id, [collections.deque(), 0])
+            entry[0].append(item)
+            entry[1] += len(item[2])
+            while entry[1] > self.job_bytes and len(entry[0]) > 1:
+                entry[1] -= len(entry[0].popleft()[2])
+            if final:
                 self._finished.append(job_id)
-                while len(self._finished) > FINISHED_HISTORIES:
+                while len(self._finished) > self.finished_jobs:
                     self._history.pop(self._finished.popleft(), None)
             subscribers = list(self._subscribers.get(job_id, ()))
         for loop, q in subscribers:
@@ -137,10 +143,11 @@ class EventHub:
                 pass
 
     def subscribe(self, job_id: str, loop, q) -> list:
-        """Register ``q`` and return the events seen so far."""
+        """Register ``q``; the (serial, final, message) items kept so far."""
         with self._lock:
             self._subscribers[job_id].append((loop, q))
-            return list(self._history.get(job_id, ()))
+            entry = self._history.get(job_id)
+            return list(entry[0]) if entry else []
 
     def unsubscribe(self, job_id: str, loop, q) -> None:
         with self._lock:
@@ -149,6 +156,10 @@ class EventHub:
                 subs.remove((loop, q))
             if not subs:
                 self._subscribers.pop(job_id, None)
+
+    def kept_bytes(self) -> int:
+        with self._lock:
+            return sum(entry[1] for entry in self._history.values())
 
 
 def _final_state(event: dict) -> str | None:
@@ -360,46 +371,41 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
 
     @app.get('/api/v1/jobs/{job_id}/events')
     async def job_events(job_id: str):
-        job, problem = await asyncio.to_thread(_job_or_404, job_id)
+        problem = (await asyncio.to_thread(_job_or_404, job_id))[1]
         if problem is not None:
             return problem
-        return StreamingResponse(_stream(job_id, job), media_type='text/event-stream',
+        return StreamingResponse(_stream(job_id), media_type='text/event-stream',
                                  headers={'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no'})
 
-    async def _stream(job_id: str, job: dict):
+    async def _stream(job_id: str):
         loop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue()
-        seen = hub.subscribe(job_id, loop, q)
+        kept = hub.subscribe(job_id, loop, q)
         try:
             last = 0
-            for serial, event in seen:
+            for serial, final, message in kept:
                 last = serial
-                yield _sse(serial, event)
-                if _final_state(event):
+                yield message
+                if final:
                     return
             # The job may have ended before this process saw it (a restart): the store has the last word.
-            current = await asyncio.to_thread(store.get_job, job_id, False)
-            if current['status'] in FINAL_STATES:
-                yield _sse(last, {'type': STATE_EVENT, 'job_id': job_id, 'status': current['status'],
-                                  'reason': current.get('reason')})
-                return
             while True:
-                try:
-                    serial, event = await asyncio.wait_for(q.get(), KEEPALIVE_SEC)
-                except asyncio.TimeoutError:
-                    current = await asyncio.to_thread(store.get_job, job_id, False)
-                    if current['status'] in FINAL_STATES:
-                        yield _sse(last, {'type': STATE_EVENT, 'job_id': job_id, 'status': current['status'],
-                                          'reason': current.get('reason')})
-                        return
-                    yield ': keepalive\n\n'
-                    continue
-                if serial <= last:
-                    continue
-                last = serial
-                yield _sse(serial, event)
-                if _final_state(event):
+                current = await asyncio.to_thread(store.get_job, job_id, False)
+                if current['status'] in FINAL_STATES:
+                    yield _sse(last, {'type': STATE_EVENT, 'job_id': job_id, 'status': current['status'],
+                                      'reason': current.get('reason')})
                     return
+                try:
+                    while True:
+                        serial, final, message = await asyncio.wait_for(q.get(), KEEPALIVE_SEC)
+                        if serial <= last:
+                            continue
+                        last = serial
+                        yield message
+                        if final:
+                            return
+                except asyncio.TimeoutError:
+                    yield ': keepalive\n\n'
         finally:
             hub.unsubscribe(job_id, loop, q)
 

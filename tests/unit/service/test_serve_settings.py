@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from xuanwu.auth import bearer_matches, load_token
 from xuanwu.metrics import Metrics
-from xuanwu.server import ServeError, add_serve_arguments, serve_settings
+from xuanwu.server import EventHub, ServeError, add_serve_arguments, serve_settings
 from xuanwu.webhooks import Notifier, check_url, verify
 
 TOKEN = 'settings-test-token-0123456789'
@@ -142,3 +142,17 @@ def test_webhook_retries_server_errors_only(answers, delivered, posts):
 def test_webhook_url_checked(url):
     with pytest.raises(ValueError):
         check_url(url)
+
+
+def test_event_history_is_bounded_and_keeps_the_final_state():
+    hub = EventHub(job_bytes=64 * 1024, finished_jobs=2)
+    big = {'type': 'ansible', 'event': 'runner_on_ok', 'stdout': 'x' * 10000}
+    for job in ('j-1', 'j-2', 'j-3'):
+        for dummy in range(100):
+            hub.publish(job, big)
+        hub.publish(job, {'type': 'state', 'status': 'succeeded'})
+    assert hub.kept_bytes() <= 2 * (64 * 1024 + 10200)
+    kept = hub.subscribe('j-3', None, None)
+    assert kept[-1][1] is True and '"status":"succeeded"' in kept[-1][2]
+    assert [serial for serial, dummy, dummy2 in kept] == sorted(serial for serial, dummy, dummy2 in kept)
+    assert not hub.subscribe('j-1', None, None)      # the oldest finished job's events are dropped
