@@ -113,16 +113,16 @@ def describe_job(job: dict) -> str:
         lines.append('  error class: %s' % job['error_class'])
     if job.get('task_id'):
         lines.append('  batch %s, task %s' % (job.get('batch_id'), job['task_id']))
-    lines.append('  created %s, started %s, finished %s' % (_when(job.get('created')), _when(job.get('started')),
-                                                           _when(job.get('finished'))))
+    lines.append('  created %s, started %s, finished %s'
+                 % (_when(job.get('created')), _when(job.get('started')), _when(job.get('finished'))))
     for attempt in job.get('attempt_list') or []:
         lines.append('  attempt %d: %s, rc %s%s, %s .. %s, artifacts %s' % (
             attempt['n'], attempt.get('status'), attempt.get('rc'),
             ', ' + attempt['error_class'] if attempt.get('error_class') else '', _when(attempt.get('started')),
             _when(attempt.get('finished')), attempt.get('artifact_dir')))
     if info.get('mode'):
-        lines.append('  ran %s%s on %s' % (info['mode'], ' (Slurm job %s)' % info['slurm_job_id']
-                                         if info.get('slurm_job_id') else '', ', '.join(info.get('ran_on') or [])))
+        slurm = ' (Slurm job %s)' % info['slurm_job_id'] if info.get('slurm_job_id') else ''
+        lines.append('  ran %s%s on %s' % (info['mode'], slurm, ', '.join(info.get('ran_on') or [])))
     if info.get('report'):
         lines.append('  report: %s' % info['report'])
     return '\n'.join(lines)
@@ -160,9 +160,12 @@ def cmd_batch(args, config: Config) -> int:
 
 def cmd_jobs(args, config: Config) -> int:
     jobs = open_store(config).list_jobs(status=args.status, limit=args.limit, offset=args.offset)
-    text = '\n'.join('%s  %-9s  %-10s %s  %s%s' % (j['id'], j['status'], j['kind'], _when(j['created']), j['name'],
-                                                  '  (%s)' % j['reason'] if j.get('reason') else '')
-                     for j in jobs) or 'no jobs'
+    lines = []
+    for job in jobs:
+        reason = '  (%s)' % job['reason'] if job.get('reason') else ''
+        lines.append('%s  %-9s  %-10s %s  %s%s' % (job['id'], job['status'], job['kind'], _when(job['created']),
+                                                   job['name'], reason))
+    text = '\n'.join(lines) or 'no jobs'
     _emit(args, jobs, text)
     return 0
 

@@ -59,7 +59,7 @@ def run_command(adir: Path, params: dict) -> dict:
         result['rc'] = _run(slurm_argv(params['job_id'], nodes, command), out_path, err_path)
         marks = SLURM_MARK_RE.findall(err_path.read_text(encoding='utf-8', errors='replace'))
         result['slurm_job_id'] = marks[0][0] if marks else None
-        result['ran_on'] = sorted(set(node for _, node in marks))
+        result['ran_on'] = sorted(set(mark[1] for mark in marks))
     elif mode == 'local':
         result['rc'] = _run(['bash', '-lc', command], out_path, err_path)
         result['ran_on'] = ['localhost']

@@ -146,12 +146,17 @@ class Executor:
         return self.wait(self.submit(spec))
 
     def wait(self, job_id: str, timeout: float | None = None) -> dict:
-        """The job record once the job is final, or as it is when ``timeout`` seconds passed."""
+        """The job record once the job is final (and its last attempt recorded: a cancelled job's attempt is
+        closed by its watcher a moment later), or as it is when ``timeout`` seconds passed."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             job = self.store.get_job(job_id)
-            if job is None or job['status'] in FINAL_STATES:
+            if job is None:
                 return job
+            if job['status'] in FINAL_STATES:
+                open_attempts = [a for a in job['attempt_list'] if a['finished'] is None]
+                if not open_attempts or time.time() > job['finished'] + self.config.cancel_grace_sec + 5:
+                    return job
             if deadline is not None and time.monotonic() >= deadline:
                 return job
             time.sleep(POLL * 2)
@@ -159,8 +164,8 @@ class Executor:
     def shutdown(self, wait: bool = True) -> None:
         """Stop taking queued jobs; running attempts go on (a restarted executor re-attaches to them)."""
         self._stop.set()
-        for _ in self._workers:
-            self._queue.put(None)
+        for stop in [None] * len(self._workers):     # one end mark per worker
+            self._queue.put(stop)
         if wait:
             for worker in self._workers:
                 worker.join()
@@ -212,7 +217,8 @@ class Executor:
         if job is None or job['status'] in FINAL_STATES:
             return
         spec = JobSpec.from_dict(job['spec'])
-        self.store.update_job(job_id, status='running', started=job.get('started') or time.time())
+        if not self.store.claim_job(job_id, started=job.get('started') or time.time()):
+            return      # cancelled meanwhile
         self._state(job_id, 'running')
         result = None
         for n in range(int(job['attempts'] or 0) + 1, int(job['max_attempts']) + 1):
@@ -295,9 +301,13 @@ class Executor:
         with self._lock:
             self._running[att.job_id] = att
         seen = set()
+        rounds = 0
         try:
             while att.poll() is None:
                 self._events(att, seen)
+                rounds += 1
+                if rounds % 10 == 1 and self._cancelled_elsewhere(att):
+                    att.kill.set()  # a cancel that came before the process was recorded, or from elsewhere
                 if att.kill.is_set():
                     break
                 if att.deadline is not None and time.time() > att.deadline:
@@ -336,6 +346,11 @@ class Executor:
                     rc=result['rc'], error_class=result['error_class'])
         return result
 
+    def _cancelled_elsewhere(self, att: _Attempt) -> bool:
+        if self.store.get_job(att.job_id, with_attempts=False)['status'] == 'cancelled':
+            att.cancelled = True
+        return att.cancelled
+
     @staticmethod
     def _write_record(adir: Path, record: dict) -> None:
         tmp = adir / 'job.json.tmp'
@@ -369,9 +384,7 @@ class Executor:
             rc = att.proc.returncode
         out = {'rc': rc, 'error': exit_info.get('error'), 'report': self._report(att.adir),
                'slurm_job_id': exit_info.get('slurm_job_id'), 'ran_on': exit_info.get('ran_on')}
-        if not att.cancelled and self.store.get_job(att.job_id, with_attempts=False)['status'] == 'cancelled':
-            att.cancelled = True    # cancelled by another process (xuanwu cancel), which killed the group
-        if att.cancelled:
+        if self._cancelled_elsewhere(att):     # e.g. by xuanwu cancel in another process, which killed the group
             out.update(status='cancelled', error_class=None, reason='cancelled by request')
         elif att.timed_out:
             out.update(status='failed', error_class=TRANSIENT, reason='timed out after %d s' % spec.timeout_sec)
@@ -382,9 +395,9 @@ class Executor:
                        reason='the attempt process ended without a result (rc %s: killed?)' % rc)
         elif spec.kind == 'command':
             transient = bool(exit_info.get('transient_hint'))
+            hint = ' (node or connection failure)' if transient else ''
             out.update(status='failed', error_class=TRANSIENT if transient else PERMANENT,
-                       reason='the command exited with %s%s' % (rc, ' (node or connection failure)'
-                                                                 if transient else ''))
+                       reason='the command exited with %s%s' % (rc, hint))
             out['error'] = out['error'] or exit_info.get('stderr_tail')
         else:
             transient = rc in TRANSIENT_RC

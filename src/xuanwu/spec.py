@@ -95,7 +95,8 @@ def _no_unknown(data: dict, allowed, field: str) -> None:
     unknown = sorted(str(k) for k in data if k not in allowed)
     if unknown:
         prefix = field + '.' if field else ''
-        raise SpecError(prefix + unknown[0], 'unknown key; allowed: %s' % ', '.join(allowed))
+        key = unknown[0] if re.match(r'^[A-Za-z0-9_-]{1,64}$', unknown[0]) else _show(unknown[0])
+        raise SpecError(prefix + key, 'unknown key; allowed: %s' % ', '.join(allowed))
 
 
 def _int(value: Any, field: str, low: int, high: int) -> int:
@@ -220,7 +221,7 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
     limit = None
     if data.get('limit') is not None:
         limit = _str(data['limit'], _prefix(field, 'limit'), LIMIT_RE, ' (an Ansible host pattern)')
-    extra = _extra_vars(data.get('extra_vars') or {}, _prefix(field, 'extra_vars'))
+    extra = {} if data.get('extra_vars') is None else _extra_vars(data['extra_vars'], _prefix(field, 'extra_vars'))
     return JobSpec(kind='playbook', name=name, timeout_sec=timeout, playbook=playbook,
                    playbook_path=str(config.playbook_path(playbook)), inventory=str(inv), limit=limit,
                    extra_vars=extra, webhook_url=webhook)

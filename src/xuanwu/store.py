@@ -137,6 +137,14 @@ class Store:
         self._exec('UPDATE jobs SET %s WHERE id = ?' % ', '.join('%s = ?' % c for c in cols),
                    [fields[c] for c in cols] + [job_id])
 
+    def claim_job(self, job_id: str, **fields) -> bool:
+        """Move a queued (or re-queued running) job to 'running'; False if it is final meanwhile (cancelled)."""
+        cols = sorted(fields)
+        cur = self._exec('UPDATE jobs SET status = ?%s WHERE id = ? AND status IN (?, ?)'
+                         % ''.join(', %s = ?' % c for c in cols),
+                         ['running'] + [fields[c] for c in cols] + [job_id, 'queued', 'running'])
+        return cur.rowcount == 1
+
     def finish_job(self, job_id: str, status: str, **fields) -> bool:
         """Move a job that is not yet final to the final ``status``; False if it already was final."""
         if status not in FINAL_STATES:

@@ -164,7 +164,7 @@ def end_job(job_id, rc):
 def srun(args):
     opts = {}
     while args and args[0].startswith('--'):
-        key, _, value = args.pop(0).partition('=')
+        key, value = (args.pop(0).split('=', 1) + [''])[:2]
         opts[key] = value
     if not args or '--nodelist' not in opts:
         sys.stderr.write('srun: the double needs --nodelist=... and a command\n')

@@ -1,7 +1,6 @@
 """Batches on real ansible-runner: the field guide's batch file shape, the concurrency limit, retries of
 transient failures only, per-task log folders and summary.json."""
 import json
-import os
 import shutil
 
 import pytest
@@ -14,11 +13,10 @@ pytestmark = [pytest.mark.one_controller,
 
 def _overlap(intervals):
     """The largest number of (start, end) intervals open at one moment."""
-    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
-                   key=lambda edge: (edge[0], edge[1]))
+    edges = sorted([(span[0], 1) for span in intervals] + [(span[1], -1) for span in intervals])
     most = now = 0
-    for _, step in edges:
-        now += step
+    for edge in edges:
+        now += edge[1]
         most = max(most, now)
     return most
 
@@ -71,7 +69,7 @@ def test_a_batch_retries_transient_failures_only_within_its_concurrency(tmp_path
         assert (artifacts / 'rc').read_text().strip() == ('0' if n == 3 else '4')
     assert read_json(outputs / 'task-004' / 'job.json')['nodes'] == ['localhost']
     # never more than max_concurrency attempts at once, read from the recorded times of every attempt
-    _, store = load(config)
+    store = load(config)[1]
     attempts = [(a['started'], a['finished']) for j in store.list_jobs(batch_id=summary['batch_id'])
                 for a in store.list_attempts(j['id'])]
     assert len(attempts) == 6 and _overlap(attempts) <= 2

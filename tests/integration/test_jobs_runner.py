@@ -61,7 +61,7 @@ def test_cancel_from_another_process_kills_the_tree(tmp_path):
                                        '-e', 'sleep_sec=60', '-e', 'pid_file=%s' % pid_file, '--json'),
                               cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _, store = load(config)
+        store = load(config)[1]
         wait_for(pid_file.exists, what='the play to start its shell')
         job = store.list_jobs(status='running')[0]
         done = xuanwu(config, 'cancel', job['id'])
@@ -79,6 +79,30 @@ def test_cancel_from_another_process_kills_the_tree(tmp_path):
     assert xuanwu(config, 'cancel', job['id']).returncode == 1     # already final
 
 
+def test_a_queued_job_cancelled_never_runs_and_the_running_one_is_killed(tmp_path):
+    from xuanwu.runner import Executor
+    from xuanwu.spec import parse_job
+    cfg, store = load(write_config(tmp_path))
+    executor = Executor(cfg, store, 1)
+    states = []
+    executor.on_event(lambda job_id, event: states.append((job_id, event.get('status'))))
+    pid_file = tmp_path / 'shell.pid'
+    first = executor.submit(parse_job({'name': 'first', 'playbook': 't-sleep', 'inventory': INVENTORY,
+                                       'extra_vars': {'sleep_sec': 60, 'pid_file': str(pid_file)}}, cfg))
+    second = executor.submit(parse_job({'name': 'second', 'playbook': 't-succeed', 'inventory': INVENTORY}, cfg))
+    assert executor.cancel(second) and store.get_job(second)['status'] == 'cancelled'
+    wait_for(pid_file.exists, what='the first job to run its shell')
+    assert executor.cancel(first)
+    job = executor.wait(first, timeout=60)
+    assert job['status'] == 'cancelled' and job['attempt_list'][0]['status'] == 'cancelled'
+    assert wait_for(lambda: group_gone(job['pgid']), timeout=15, what='the process group to go')
+    executor.shutdown()
+    queued = store.get_job(second)
+    assert (queued['status'], queued['attempts'], queued['attempt_list']) == ('cancelled', 0, [])
+    assert (second, 'running') not in states and (first, 'cancelled') in states
+    assert not executor.cancel(first)
+
+
 def _start_and_abandon(config, tmp_path, sleeps):
     """Start a sleeping job per item of ``sleeps`` with the CLI, all at once, then kill the CLIs only (SIGKILL:
     no clean-up) once each play runs its shell; the job records, in the order of ``sleeps``."""
@@ -93,7 +117,7 @@ def _start_and_abandon(config, tmp_path, sleeps):
         wait_for(pid_file.exists, what='the play to start its shell')
         runner.kill()
         runner.wait()
-    _, store = load(config)
+    store = load(config)[1]
     jobs = dict((j['name'], j) for j in store.list_jobs())
     return [store.get_job(jobs['job-%d' % index]['id']) for index in range(len(sleeps))]
 
