@@ -1,6 +1,7 @@
 """``kill -9`` of ``xuanwu serve`` while jobs run, then a restart on the same data folder: every job is
 accounted for. A job whose process lives on is re-attached and ends normally; one whose process died
-with the service is failed with the reason; a queued one runs. None stays 'running'."""
+with the service is failed with the reason; a queued one runs. None stays 'running'. The survivor is a
+playbook job (ansible-runner), the others are command jobs (quicker to start)."""
 import json
 import os
 import signal
@@ -28,9 +29,10 @@ def _wait_file(path, timeout=60):
 
 def test_kill_9_and_restart_accounts_for_every_job(tmp_path):
     first = start_service(tmp_path, {'max_concurrency': 2})
-    survivor = first.submit(_sleep_job('survivor', 6, tmp_path / 'survivor.pid'))
-    orphan = first.submit(_sleep_job('orphan', 300, tmp_path / 'orphan.pid'))
-    queued = first.submit({'name': 'queued', 'playbook': 'succeed', 'inventory': INVENTORY})
+    survivor = first.submit(_sleep_job('survivor', 5, tmp_path / 'survivor.pid'))
+    orphan = first.submit({'name': 'orphan', 'command': 'echo $$ > %s; sleep 300' % (tmp_path / 'orphan.pid'),
+                           'nodes': ['localhost']})
+    queued = first.submit({'name': 'queued', 'command': 'true', 'nodes': ['localhost']})
     _wait_file(tmp_path / 'survivor.pid')
     _wait_file(tmp_path / 'orphan.pid')
     assert first.job(queued)['status'] == 'queued'
