@@ -158,15 +158,18 @@ def cmd_batch(args, config: Config) -> int:
     return EXIT.get(summary['status'], 1)
 
 
-def cmd_jobs(args, config: Config) -> int:
-    jobs = open_store(config).list_jobs(status=args.status, limit=args.limit, offset=args.offset)
+def describe_jobs(jobs) -> str:
     lines = []
     for job in jobs:
         reason = '  (%s)' % job['reason'] if job.get('reason') else ''
         lines.append('%s  %-9s  %-10s %s  %s%s' % (job['id'], job['status'], job['kind'], _when(job['created']),
                                                    job['name'], reason))
-    text = '\n'.join(lines) or 'no jobs'
-    _emit(args, jobs, text)
+    return '\n'.join(lines) or 'no jobs'
+
+
+def cmd_jobs(args, config: Config) -> int:
+    jobs = open_store(config).list_jobs(status=args.status, limit=args.limit, offset=args.offset)
+    _emit(args, jobs, describe_jobs(jobs))
     return 0
 
 
@@ -217,9 +220,10 @@ def cmd_token(args, config: Config) -> int:
 
 def cmd_serve(args, config: Config) -> int:
     from . import server
+    from .serve_options import ServeError
     try:
         return server.serve(args, config)
-    except server.ServeError as exc:
+    except ServeError as exc:
         raise BadInput(str(exc)) from None
 
 
@@ -278,13 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument('--force', action='store_true', help='replace an existing file')
     token.set_defaults(func=cmd_token)
 
+    # --server URL --token-file F: these four talk to a xuanwu service instead (xuanwu.client)
+    from .client import add_server_options
+    for remote_capable in (run, jobs, show, cancel):
+        add_server_options(remote_capable)
+
     serve = sub.add_parser('serve', help='serve the HTTP API (docs/service.md)')
-    try:
-        from .server import add_serve_arguments
-    except ImportError:
-        pass
-    else:
-        add_serve_arguments(serve)
+    from .serve_options import add_serve_arguments
+    add_serve_arguments(serve)
     serve.set_defaults(func=cmd_serve)
     return parser
 
@@ -292,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, 'server', None):
+        from .client import main_remote
+        return main_remote(args, sys.modules[__name__])
     try:
         config = Config.load(args.config, data_dir=args.data_dir)
         return args.func(args, config)

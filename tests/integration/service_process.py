@@ -58,7 +58,7 @@ def server_env(extra=None):
 class Service:
     """One ``xuanwu serve`` process; ``start`` waits for /health."""
 
-    def __init__(self, folder, config, token, token_file, args=(), env=None):
+    def __init__(self, folder, config, token, token_file, args=(), env=None):  # pylint: disable=too-many-arguments
         self.folder, self.config, self.token, self.token_file = folder, config, token, token_file
         self.port = free_port()
         self.base = 'http://127.0.0.1:%d' % self.port

@@ -291,3 +291,32 @@ def test_field_guide_client(tmp_path):
     finally:
         svc.stop()
     assert svc.token not in svc.log()
+
+
+def _cli(service, *argv, token_file=None):
+    server = ['--server', service.base, '--token-file', str(token_file or service.token_file)]
+    return subprocess.run([sys.executable, '-m', 'xuanwu.cli', argv[0]] + server + list(argv[1:]), capture_output=True,
+                          text=True, env=server_env(), timeout=120, check=False)
+
+
+def test_cli_against_the_service(service, tmp_path):
+    """xuanwu run/jobs/show/cancel --server URL --token-file F: the local commands' output and exit codes."""
+    done = _cli(service, 'run', '--command', 'true', '--nodes', 'localhost', '--name', 'cli-remote', '--json')
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    assert job['status'] == 'succeeded' and job['name'] == 'cli-remote'
+    listed = _cli(service, 'jobs', '--status', 'succeeded', '--limit', '1000')
+    assert listed.returncode == 0 and job['id'] in listed.stdout
+    shown = _cli(service, 'show', job['id'])
+    assert shown.returncode == 0 and shown.stdout.startswith('job %s (cli-remote, command): succeeded' % job['id'])
+    sleeper = service.submit({'name': 'cli-cancel', 'command': 'sleep 300', 'nodes': ['localhost']})
+    cancelled = _cli(service, 'cancel', sleeper)
+    assert cancelled.returncode == 0 and 'cancelled' in cancelled.stdout
+    assert service.wait(sleeper)['status'] == 'cancelled'
+    again = _cli(service, 'cancel', sleeper)
+    assert again.returncode == 1 and 'already cancelled' in again.stderr
+    bad = _cli(service, 'run', '--playbook', 'nope', '--inventory', INVENTORY)
+    assert bad.returncode == 4 and '422' in bad.stderr and 'playbook' in bad.stderr
+    wrong = write_token(tmp_path, 0o600, 'wrong-token')[1]
+    refused = _cli(service, 'jobs', token_file=wrong)
+    assert refused.returncode == 4 and 'refused the token' in refused.stderr and service.token not in refused.stderr

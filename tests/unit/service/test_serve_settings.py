@@ -12,7 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from xuanwu.auth import bearer_matches, load_token
 from xuanwu.metrics import Metrics
-from xuanwu.server import EventHub, ServeError, add_serve_arguments, serve_settings
+from xuanwu.serve_options import ServeError, add_serve_arguments, serve_settings
+from xuanwu.server import EventHub
 from xuanwu.webhooks import Notifier, check_url, verify
 
 TOKEN = 'settings-test-token-0123456789'
