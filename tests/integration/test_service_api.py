@@ -17,7 +17,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from service_cases import HOSTILE
-from service_process import INVENTORY, server_env, start_service, wait_gone, write_config, write_token
+from service_process import INVENTORY, Service, server_env, start_service, wait_gone, write_config, write_token
 
 pytestmark = pytest.mark.one_controller
 WEBHOOK_SECRET = 'webhook-secret-of-the-integration-tests'
@@ -320,3 +320,32 @@ def test_cli_against_the_service(service, tmp_path):
     wrong = write_token(tmp_path, 0o600, 'wrong-token')[1]
     refused = _cli(service, 'jobs', token_file=wrong)
     assert refused.returncode == 4 and 'refused the token' in refused.stderr and service.token not in refused.stderr
+
+
+def test_tls(tmp_path, monkeypatch):
+    """--tls-cert/--tls-key: HTTPS with a certificate for 127.0.0.1; plain HTTP gets no answer; the CLI
+    verifies the certificate with --ca-cert."""
+    cert, key = tmp_path / 'cert.pem', tmp_path / 'key.pem'
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+                    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', str(key), '-out', str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    config = write_config(tmp_path)
+    token, token_file = write_token(tmp_path)
+    svc = Service(tmp_path, config, token, token_file, args=['--tls-cert', str(cert), '--tls-key', str(key)])
+    svc.base = svc.base.replace('http://', 'https://')
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', str(cert))     # the helper's requests trust the test's certificate
+    try:
+        svc.start()
+        assert svc.get('/api/v1/jobs').status_code == 200
+        untrusting = requests.Session()
+        untrusting.trust_env = False
+        with pytest.raises(requests.exceptions.SSLError):
+            untrusting.get(svc.base + '/health', timeout=10)
+        with pytest.raises(requests.exceptions.ConnectionError):
+            requests.get(svc.base.replace('https://', 'http://') + '/health', timeout=10)
+        listed = subprocess.run([sys.executable, '-m', 'xuanwu.cli', 'jobs', '--server', svc.base, '--token-file',
+                                 str(token_file), '--ca-cert', str(cert)], capture_output=True, text=True,
+                                env=server_env(), timeout=60, check=False)
+        assert listed.returncode == 0 and listed.stdout.strip() == 'no jobs', listed.stderr
+    finally:
+        svc.stop()
