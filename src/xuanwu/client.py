@@ -123,4 +123,3 @@ def main_remote(args, cli) -> int:
         return cli.EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
-
