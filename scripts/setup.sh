@@ -63,7 +63,7 @@ fi
 # dependencies come from requirements/service.txt above.
 if ! .venv/bin/python -c 'import sys, xuanwu; sys.exit(0 if xuanwu.__file__.startswith(sys.argv[1]) else 1)' "$ROOT/src/" 2>/dev/null; then
     log "installing the xuanwu package (src/) into .venv"
-    .venv/bin/python -m pip install "${PIP_FLAGS[@]}" --no-deps --no-build-isolation -e .
+    .venv/bin/python -m pip install "${PIP_FLAGS[@]}" --no-deps -e .
 fi
 
 # The collection, importable as xuanwu.cluster through ansible.cfg's collections_path.

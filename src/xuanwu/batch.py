@@ -86,7 +86,7 @@ def run_batch(batch_spec: BatchSpec, executor, batch_id: str | None = None, canc
         time.sleep(POLL)
         for job_id in list(running):
             job = store.get_job(job_id)
-            if job['status'] in FINAL_STATES:
+            if executor.settled(job):
                 task = running.pop(job_id)
                 entries[task.task_id] = _collect(task, job, out / task.task_id)
     tasks = [entries[task.task_id] for task in batch_spec.tasks]

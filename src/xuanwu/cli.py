@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -136,7 +137,15 @@ def _executor(config: Config, store: Store, concurrency=None):
 def cmd_run(args, config: Config) -> int:
     spec = parse_job(_job_data(args), config)
     store = open_store(config)
-    job = _executor(config, store, 1).run(spec)
+    executor = _executor(config, store, 1)
+    job_id = executor.submit(spec)
+    try:
+        job = executor.wait(job_id)
+    except KeyboardInterrupt:
+        # Ctrl-C (SIGINT) stops the job, not only this command: the job runs in a session of its own
+        print('xuanwu run: interrupted; cancelling job %s' % job_id, file=sys.stderr)
+        executor.cancel(job_id)
+        job = executor.wait(job_id)
     _emit(args, job, describe_job(job))
     return EXIT.get(job['status'], 1)
 
@@ -146,7 +155,28 @@ def cmd_batch(args, config: Config) -> int:
     data = _load_file(args.file)
     spec = parse_batch(data, config, base_dir=os.path.dirname(os.path.abspath(args.file)))
     store = open_store(config)
-    summary = run_batch(spec, _executor(config, store, spec.max_concurrency))
+    executor = _executor(config, store, spec.max_concurrency)
+    cancel, done, result = threading.Event(), threading.Event(), {}
+
+    def body():
+        try:
+            result['summary'] = run_batch(spec, executor, cancel=cancel)
+        finally:
+            done.set()
+    threading.Thread(target=body, daemon=True).start()
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        # Ctrl-C cancels the batch: no task starts any more, running ones are cancelled (their trees killed).
+        # (An Event, not Thread.join: a join interrupted by Ctrl-C may return at once afterwards.)
+        print('xuanwu batch: interrupted; cancelling the batch', file=sys.stderr)
+        cancel.set()
+        while not done.wait(0.5):
+            pass
+    if 'summary' not in result:
+        raise RuntimeError('the batch ended without a summary (see the error above)')
+    summary = result['summary']
     lines = ['batch %s (%s): %s, %s' % (summary['batch_id'], summary['name'], summary['status'],
                                         ', '.join('%d %s' % (n, s) for s, n in summary['counts'].items() if n))]
     for task in summary['tasks']:

@@ -66,8 +66,10 @@ def run_command(adir: Path, params: dict) -> dict:
     else:
         rcs = {}
 
+        config_file = ['-F', params['ssh_config_file']] if params.get('ssh_config_file') else []
+
         def one(node):
-            rcs[node] = _run(['ssh'] + list(SSH_OPTIONS) + [node, command],
+            rcs[node] = _run(['ssh'] + config_file + list(SSH_OPTIONS) + ['--', node, command],
                              adir / ('stdout-%s.txt' % node), adir / ('stderr-%s.txt' % node))
         threads = [threading.Thread(target=one, args=(node,)) for node in nodes]
         for thread in threads:
@@ -91,4 +93,4 @@ def describe(params: dict) -> str:
         return shlex.join(slurm_argv(params['job_id'], params['nodes'], params['command']))
     if params['mode'] == 'local':
         return shlex.join(['bash', '-lc', params['command']])
-    return 'ssh %s <node> %s' % (' '.join(SSH_OPTIONS), shlex.quote(params['command']))
+    return 'ssh %s -- <node> %s' % (' '.join(SSH_OPTIONS), shlex.quote(params['command']))

@@ -60,6 +60,7 @@ class Config:
     ansible_runner_bin: str = dataclasses.field(default_factory=_runner_bin)
     cancel_grace_sec: float = 10.0
     retry_backoff_sec: float = 5.0
+    ssh_config_file: str | None = None
     webhook_url: str | None = None
     webhook_secret: str | None = None
 
@@ -99,6 +100,8 @@ class Config:
         if isinstance(self.retry_backoff_sec, bool) or not isinstance(self.retry_backoff_sec, (int, float)) \
                 or self.retry_backoff_sec < 0:
             raise ConfigError('retry_backoff_sec: must be a number >= 0, got %r' % (self.retry_backoff_sec,))
+        if self.ssh_config_file is not None and not os.path.isfile(str(self.ssh_config_file)):
+            raise ConfigError('ssh_config_file: %s is not a file' % (self.ssh_config_file,))
         for name, path in self.playbooks.items():
             if not isinstance(name, str) or not isinstance(path, str) or not name:
                 raise ConfigError('playbooks: each entry maps a name to a playbook file, got %r: %r' % (name, path))

@@ -62,14 +62,17 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def kill_group(pgid: int, grace: float) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after ``grace`` seconds."""
+def kill_group(pgid: int, grace: float, proc=None) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after ``grace`` seconds. ``proc``: the group
+    leader when it is our child, reaped while waiting (a zombie leader would keep the group alive)."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
+        if proc is not None:
+            proc.poll()
         if not group_alive(pgid):
             return
         time.sleep(POLL)
@@ -153,13 +156,19 @@ class Executor:
             job = self.store.get_job(job_id)
             if job is None:
                 return job
-            if job['status'] in FINAL_STATES:
-                open_attempts = [a for a in job['attempt_list'] if a['finished'] is None]
-                if not open_attempts or time.time() > job['finished'] + self.config.cancel_grace_sec + 5:
-                    return job
+            if self.settled(job):
+                return job
             if deadline is not None and time.monotonic() >= deadline:
                 return job
             time.sleep(POLL * 2)
+
+    def settled(self, job: dict) -> bool:
+        """Whether ``job`` (a record with its attempt_list) is final and its last attempt recorded (its process
+        tree gone), or final long enough that the attempt will not be recorded (its watcher is gone)."""
+        if job['status'] not in FINAL_STATES:
+            return False
+        open_attempts = [a for a in job.get('attempt_list') or [] if a['finished'] is None]
+        return not open_attempts or time.time() > job['finished'] + self.config.cancel_grace_sec + 5
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop taking queued jobs; running attempts go on (a restarted executor re-attaches to them)."""
@@ -189,10 +198,10 @@ class Executor:
             self._kill(job_id, job['kind'], int(job['pgid']), (job.get('info') or {}).get('mode'))
         return True
 
-    def _kill(self, job_id: str, kind: str, pgid: int, mode) -> None:
+    def _kill(self, job_id: str, kind: str, pgid: int, mode, proc=None) -> None:
         if kind == 'command' and mode == 'slurm':
             commands.cancel_slurm(job_id)
-        kill_group(pgid, self.config.cancel_grace_sec)
+        kill_group(pgid, self.config.cancel_grace_sec, proc)
 
     # workers
     def _work(self) -> None:
@@ -262,7 +271,8 @@ class Executor:
                           envvars=dict(spec.env, ANSIBLE_CONFIG=str(self.config.project_root / 'ansible.cfg')))
         else:
             params.update(command=spec.command, nodes=spec.nodes,
-                          mode=commands.pick_mode(self.config.scheduler, spec.nodes))
+                          mode=commands.pick_mode(self.config.scheduler, spec.nodes),
+                          ssh_config_file=self.config.ssh_config_file and str(self.config.ssh_config_file))
         return params
 
     def _attempt(self, job_id: str, n: int, spec: JobSpec, job: dict) -> dict:
@@ -315,7 +325,7 @@ class Executor:
                     break
                 att.kill.wait(POLL)
             if att.timed_out or att.kill.is_set():
-                self._kill(att.job_id, spec.kind, att.pid, att.mode)
+                self._kill(att.job_id, spec.kind, att.pid, att.mode, att.proc)
             elif att.proc is None:
                 pass
             # whatever the attempt left in its group (a background child) goes with it

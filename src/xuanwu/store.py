@@ -16,7 +16,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     status TEXT NOT NULL, reason TEXT, error_class TEXT, error TEXT,
     created REAL NOT NULL, started REAL, finished REAL, attempts INTEGER NOT NULL DEFAULT 0,
     pid INTEGER, pgid INTEGER, pid_start TEXT, artifact_dir TEXT, rc INTEGER, batch_id TEXT, task_id TEXT,
-    max_attempts INTEGER NOT NULL DEFAULT 1, executor TEXT, info TEXT);
+    max_attempts INTEGER NOT NULL DEFAULT 1, info TEXT);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS batches (
 """
 JOB_COLUMNS = ('kind', 'name', 'spec', 'status', 'reason', 'error_class', 'error', 'created', 'started',
                'finished', 'attempts', 'pid', 'pgid', 'pid_start', 'artifact_dir', 'rc', 'batch_id', 'task_id',
-               'max_attempts', 'executor', 'info')
+               'max_attempts', 'info')
 JSON_COLUMNS = ('spec', 'info', 'summary')
 
 

@@ -2,10 +2,12 @@
 transient failures only, per-task log folders and summary.json."""
 import json
 import shutil
+import signal
+import subprocess
 
 import pytest
 
-from jobs_support import INVENTORY, load, read_json, write_config, xuanwu
+from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, load, read_json, wait_for, write_config, xuanwu
 
 pytestmark = [pytest.mark.one_controller,
               pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')]
@@ -19,6 +21,31 @@ def _overlap(intervals):
         now += edge[1]
         most = max(most, now)
     return most
+
+
+def test_ctrl_c_cancels_a_batch_and_still_writes_its_summary(tmp_path):
+    config = write_config(tmp_path)
+    tasks = [{'task_id': 'task-%d' % n, 'params': {'command': 'echo $$ > %s/pid-%d; exec sleep 60' % (tmp_path, n),
+                                                   'nodes': ['localhost']}} for n in range(3)]
+    (tmp_path / 'batch.yml').write_text(json.dumps({'output_dir': 'out', 'max_concurrency': 2, 'task_list': tasks}))
+    runner = subprocess.Popen(cli_argv(config, 'batch', str(tmp_path / 'batch.yml')), cwd=ROOT, env=env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pids = [tmp_path / 'pid-0', tmp_path / 'pid-1']
+        wait_for(lambda: all(p.exists() and p.read_text().strip() for p in pids), what='two tasks to start')
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode == 3, out + err
+    summary = read_json(tmp_path / 'out' / 'summary.json')
+    assert summary['status'] == 'cancelled'
+    assert [(t['task_id'], t['status'], t['attempts']) for t in summary['tasks']] == [
+        ('task-0', 'cancelled', 1), ('task-1', 'cancelled', 1), ('task-2', 'cancelled', 0)]
+    store = load(config)[1]
+    for task in summary['tasks'][:2]:
+        assert group_gone(store.get_job(task['job_id'])['pgid'])
+    assert not (tmp_path / 'pid-2').exists()
 
 
 def test_a_batch_retries_transient_failures_only_within_its_concurrency(tmp_path):

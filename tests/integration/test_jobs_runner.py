@@ -125,7 +125,7 @@ def _start_and_abandon(config, tmp_path, sleeps):
 def test_recover_reattaches_a_live_job_reads_an_ended_one_and_fails_one_whose_process_is_gone(tmp_path):
     from xuanwu.runner import Executor
     config = write_config(tmp_path)
-    dead, ended, live = _start_and_abandon(config, tmp_path, [60, 0, 8])
+    dead, ended, live = _start_and_abandon(config, tmp_path, [60, 0, 6])
     os.killpg(dead['pgid'], signal.SIGKILL)
     wait_for(lambda: group_gone(dead['pgid']), what='the killed job to go')
     wait_for(lambda: os.path.isfile(os.path.join(ended['artifact_dir'], 'exit.json')), what='the short job to end')
@@ -144,6 +144,24 @@ def test_recover_reattaches_a_live_job_reads_an_ended_one_and_fails_one_whose_pr
         assert read_json(os.path.join(job['artifact_dir'], 'job.json'))['status'] == 'succeeded'
 
 
+def test_ctrl_c_on_xuanwu_run_cancels_the_job_and_kills_its_tree(tmp_path):
+    config = write_config(tmp_path)
+    pid_file = tmp_path / 'command.pid'
+    runner = subprocess.Popen(cli_argv(config, 'run', '--command', 'echo $$ > %s; exec sleep 60' % pid_file,
+                                       '--nodes', 'localhost', '--json'),
+                              cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what='the command to start')
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode == 3 and 'interrupted; cancelling job' in err
+    job = json.loads(out)
+    assert job['status'] == 'cancelled' and job['attempt_list'][0]['status'] == 'cancelled'
+    assert group_gone(job['pgid']) and _gone(int(pid_file.read_text()))
+
+
 def test_a_command_job_on_localhost_runs_locally(tmp_path):
     config = write_config(tmp_path)
     done = xuanwu(config, 'run', '--command', 'echo out-$((6 * 7)); echo err >&2', '--nodes', 'localhost', '--json')
@@ -153,6 +171,35 @@ def test_a_command_job_on_localhost_runs_locally(tmp_path):
     assert (tmp_path / 'home' / 'jobs' / job['id'] / 'attempt-1' / 'stdout.txt').read_text() == 'out-42\n'
     failing = json.loads(xuanwu(config, 'run', '--command', 'exit 3', '--nodes', '127.0.0.1', '--json').stdout)
     assert (failing['status'], failing['error_class'], failing['rc']) == ('failed', 'permanent', 3)
+
+
+def test_a_command_job_over_ssh_runs_on_each_node_and_an_unreachable_one_is_transient(tmp_path):
+    from sshd_server import SSHD, Sshd, free_port, keygen
+    if SSHD is None or shutil.which('ssh') is None:
+        pytest.skip('needs sshd and ssh')
+    host_key = keygen(tmp_path / 'host_key')
+    client_key = keygen(tmp_path / 'client_key')
+    (tmp_path / 'authorized_keys').write_text(client_key + '\n')
+    sshd = Sshd(tmp_path, [tmp_path / 'host_key'], tmp_path / 'authorized_keys').start()
+    try:
+        (tmp_path / 'known_hosts').write_text('[127.0.0.1]:%d %s\n' % (sshd.port, host_key))
+        hosts = {'node-a': sshd.port, 'node-b': sshd.port, 'node-down': free_port()}
+        entry = ('Host %s\n  HostName 127.0.0.1\n  Port %d\n  IdentityFile {key}\n  IdentitiesOnly yes\n'
+                 '  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n').format(
+                     key=tmp_path / 'client_key', known=tmp_path / 'known_hosts')
+        (tmp_path / 'ssh_config').write_text(''.join(entry % (name, port) for name, port in hosts.items()))
+        config = write_config(tmp_path, ssh_config_file=str(tmp_path / 'ssh_config'))
+        job = json.loads(xuanwu(config, 'run', '--command', 'echo "hello from $(hostname)"', '--nodes',
+                                'node-a,node-b', '--json').stdout)
+        down = json.loads(xuanwu(config, 'run', '--command', 'true', '--nodes', 'node-a,node-down', '--json').stdout)
+    finally:
+        sshd.stop()
+    assert (job['status'], job['info']['mode'], job['info']['ran_on']) == ('succeeded', 'ssh', ['node-a', 'node-b'])
+    attempt = tmp_path / 'home' / 'jobs' / job['id'] / 'attempt-1'
+    for node in ('node-a', 'node-b'):
+        assert (attempt / ('stdout-%s.txt' % node)).read_text().startswith('hello from ')
+    assert (down['status'], down['error_class'], down['rc']) == ('failed', 'transient', 255)
+    assert 'node or connection failure' in down['reason'] and 'Connection refused' in down['error']
 
 
 def _slurm(tmp_path):
