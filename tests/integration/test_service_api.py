@@ -6,6 +6,7 @@ import hmac
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -349,3 +350,18 @@ def test_tls(tmp_path, monkeypatch):
         assert listed.returncode == 0 and listed.stdout.strip() == 'no jobs', listed.stderr
     finally:
         svc.stop()
+
+
+def test_cli_run_interrupted_cancels_the_job_on_the_service(service):
+    proc = subprocess.Popen([sys.executable, '-m', 'xuanwu.cli', 'run', '--server', service.base, '--token-file',
+                             str(service.token_file), '--command', 'sleep 300', '--nodes', 'localhost', '--name',
+                             'cli-interrupted'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=server_env())
+    deadline = time.monotonic() + 60
+    while not [j for j in service.get('/api/v1/jobs?status=running').json()['jobs'] if j['name'] == 'cli-interrupted']:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert 'cancelling job' in err and ': cancelled' in out.splitlines()[0]
