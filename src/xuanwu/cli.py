@@ -134,18 +134,22 @@ def _executor(config: Config, store: Store, concurrency=None):
     return Executor(config, store, concurrency)
 
 
+def follow(job_id: str, wait, cancel, where: str = '') -> dict:
+    """``wait(job_id)``; on Ctrl-C (SIGINT) ``cancel(job_id)`` first: it stops the job, not only this command
+    (the job runs in a session of its own). Also used by ``run --server`` (xuanwu.client)."""
+    try:
+        return wait(job_id)
+    except KeyboardInterrupt:
+        print('xuanwu run: interrupted; cancelling job %s%s' % (job_id, where), file=sys.stderr)
+        cancel(job_id)
+        return wait(job_id)
+
+
 def cmd_run(args, config: Config) -> int:
     spec = parse_job(_job_data(args), config)
     store = open_store(config)
     executor = _executor(config, store, 1)
-    job_id = executor.submit(spec)
-    try:
-        job = executor.wait(job_id)
-    except KeyboardInterrupt:
-        # Ctrl-C (SIGINT) stops the job, not only this command: the job runs in a session of its own
-        print('xuanwu run: interrupted; cancelling job %s' % job_id, file=sys.stderr)
-        executor.cancel(job_id)
-        job = executor.wait(job_id)
+    job = follow(executor.submit(spec), executor.wait, executor.cancel)
     _emit(args, job, describe_job(job))
     return EXIT.get(job['status'], 1)
 

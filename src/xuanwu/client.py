@@ -95,14 +95,7 @@ def remote(args, cli) -> int:
     # pylint: disable=protected-access
     api = client_for(args)
     if args.cmd == 'run':
-        job_id = api.submit(cli._job_data(args))
-        try:
-            job = api.wait(job_id)
-        except KeyboardInterrupt:
-            # as the local run: Ctrl-C stops the job, not only this command
-            print('xuanwu run: interrupted; cancelling job %s on the service' % job_id, file=sys.stderr)
-            api.cancel(job_id)
-            job = api.wait(job_id)
+        job = cli.follow(api.submit(cli._job_data(args)), api.wait, api.cancel, ' on the service')
         cli._emit(args, job, cli.describe_job(job))
         return cli.EXIT.get(job['status'], 1)
     if args.cmd == 'jobs':
