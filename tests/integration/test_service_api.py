@@ -47,7 +47,9 @@ def service(tmp_path_factory):
     yield svc
     svc.stop()
     receiver.shutdown()
-    assert svc.token not in svc.log(), 'the token appears in the service log'
+    log = svc.log()
+    assert svc.token not in log, 'the token appears in the service log'
+    assert 'Traceback' not in log and ' 500 ' not in log, 'a request failed inside the service'
 
 
 def _job(name, playbook='succeed', **extra_vars):
