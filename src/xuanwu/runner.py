@@ -227,7 +227,7 @@ class Executor:
             return
         spec = JobSpec.from_dict(job['spec'])
         if not self.store.claim_job(job_id, started=job.get('started') or time.time()):
-            return      # cancelled meanwhile
+            return      # cancelled meanwhile, or another executor of the store took it
         self._state(job_id, 'running')
         result = None
         for n in range(int(job['attempts'] or 0) + 1, int(job['max_attempts']) + 1):
@@ -429,7 +429,9 @@ class Executor:
         text = ''
         for name in ('stdout', 'stderr'):
             try:
-                text += (folder / name).read_text(encoding='utf-8', errors='replace')[-8000:]
+                with open(folder / name, 'rb') as handle:
+                    handle.seek(max(0, os.fstat(handle.fileno()).st_size - 8000))
+                    text += handle.read().decode('utf-8', errors='replace')
             except OSError:
                 pass
         return text or None
@@ -484,7 +486,8 @@ class Executor:
         result = self._watch(att, spec, record)
         if result['status'] == 'failed' and result['error_class'] == TRANSIENT \
                 and int(job['attempts']) < int(job['max_attempts']):
-            self._queue.put(att.job_id)     # the remaining attempts run as usual
-            self._ensure_workers()
+            if self.store.requeue_job(att.job_id):
+                self._queue.put(att.job_id)     # the remaining attempts run as usual
+                self._ensure_workers()
             return
         self._finish(att.job_id, result)

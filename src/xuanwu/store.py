@@ -138,11 +138,17 @@ class Store:
                    [fields[c] for c in cols] + [job_id])
 
     def claim_job(self, job_id: str, **fields) -> bool:
-        """Move a queued (or re-queued running) job to 'running'; False if it is final meanwhile (cancelled)."""
+        """Move a queued job to 'running'; False if it is not queued any more (cancelled, or claimed by another
+        executor on the same store)."""
         cols = sorted(fields)
-        cur = self._exec('UPDATE jobs SET status = ?%s WHERE id = ? AND status IN (?, ?)'
+        cur = self._exec('UPDATE jobs SET status = ?%s WHERE id = ? AND status = ?'
                          % ''.join(', %s = ?' % c for c in cols),
-                         ['running'] + [fields[c] for c in cols] + [job_id, 'queued', 'running'])
+                         ['running'] + [fields[c] for c in cols] + [job_id, 'queued'])
+        return cur.rowcount == 1
+
+    def requeue_job(self, job_id: str) -> bool:
+        """Put a running job back in the queue (its next attempt); False if it is final meanwhile."""
+        cur = self._exec('UPDATE jobs SET status = ? WHERE id = ? AND status = ?', ('queued', job_id, 'running'))
         return cur.rowcount == 1
 
     def finish_job(self, job_id: str, status: str, **fields) -> bool:

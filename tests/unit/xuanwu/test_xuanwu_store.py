@@ -90,3 +90,26 @@ def test_batches(tmp_path):
     assert batch['status'] == 'succeeded' and batch['summary'] == {'counts': {}} and batch['finished']
     assert [j['task_id'] for j in batch['jobs']] == ['task-1']
     assert store.get_batch('b-000000000000') is None
+
+
+def test_a_queued_job_is_claimed_once(tmp_path):
+    """Two executors on one store (a service and a CLI, or a restarted service that re-queues) never both run
+    a job; a cancelled job is never claimed, nor put back in the queue."""
+    store = Store(tmp_path / 'jobs.db')
+    job_id = store.create_job({}, 'command', 'c')
+    wins = []
+    barrier = threading.Barrier(THREADS)
+
+    def claim():
+        barrier.wait()
+        wins.append(store.claim_job(job_id, started=1.0))
+    threads = [threading.Thread(target=claim) for thread_no in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(wins) == [False] * (THREADS - 1) + [True]
+    assert store.requeue_job(job_id) and store.get_job(job_id)['status'] == 'queued'
+    assert store.finish_job(job_id, 'cancelled')
+    assert not store.claim_job(job_id) and not store.requeue_job(job_id)
+    assert store.get_job(job_id)['status'] == 'cancelled'
