@@ -108,3 +108,21 @@ def test_diff_wraps_the_run_diff(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(['--config', _config(tmp_path), 'diff', a, str(tmp_path / 'none')]) == 2
     assert 'not a folder' in capsys.readouterr().err
+
+
+def test_jobs_lists_newest_first_and_filters_by_status(tmp_path, capsys):
+    from xuanwu.store import Store
+    store = Store(tmp_path / 'home' / 'jobs.db')
+    old = store.create_job({}, 'command', 'old')
+    new = store.create_job({}, 'playbook', 'new')
+    store.update_job(old, created=1.0)
+    store.finish_job(new, 'failed', reason='ansible-playbook exited with 2 (a host failed)')
+    config = _config(tmp_path)
+    assert cli.main(['--config', config, 'jobs', '--json']) == 0
+    assert [job['id'] for job in json.loads(capsys.readouterr().out)] == [new, old]
+    assert cli.main(['--config', config, 'jobs', '--status', 'failed']) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(new + '  failed')
+    assert lines[0].endswith('(ansible-playbook exited with 2 (a host failed))')
+    assert cli.main(['--config', config, 'jobs', '--status', 'running']) == 0
+    assert capsys.readouterr().out == 'no jobs\n'
