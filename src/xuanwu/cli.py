@@ -134,18 +134,22 @@ def _executor(config: Config, store: Store, concurrency=None):
     return Executor(config, store, concurrency)
 
 
+def follow(job_id: str, wait, cancel, where: str = '') -> dict:
+    """``wait(job_id)``; on Ctrl-C (SIGINT) ``cancel(job_id)`` first: it stops the job, not only this command
+    (the job runs in a session of its own). Also used by ``run --server`` (xuanwu.client)."""
+    try:
+        return wait(job_id)
+    except KeyboardInterrupt:
+        print('xuanwu run: interrupted; cancelling job %s%s' % (job_id, where), file=sys.stderr)
+        cancel(job_id)
+        return wait(job_id)
+
+
 def cmd_run(args, config: Config) -> int:
     spec = parse_job(_job_data(args), config)
     store = open_store(config)
     executor = _executor(config, store, 1)
-    job_id = executor.submit(spec)
-    try:
-        job = executor.wait(job_id)
-    except KeyboardInterrupt:
-        # Ctrl-C (SIGINT) stops the job, not only this command: the job runs in a session of its own
-        print('xuanwu run: interrupted; cancelling job %s' % job_id, file=sys.stderr)
-        executor.cancel(job_id)
-        job = executor.wait(job_id)
+    job = follow(executor.submit(spec), executor.wait, executor.cancel)
     _emit(args, job, describe_job(job))
     return EXIT.get(job['status'], 1)
 
@@ -188,15 +192,18 @@ def cmd_batch(args, config: Config) -> int:
     return EXIT.get(summary['status'], 1)
 
 
-def cmd_jobs(args, config: Config) -> int:
-    jobs = open_store(config).list_jobs(status=args.status, limit=args.limit, offset=args.offset)
+def describe_jobs(jobs) -> str:
     lines = []
     for job in jobs:
         reason = '  (%s)' % job['reason'] if job.get('reason') else ''
         lines.append('%s  %-9s  %-10s %s  %s%s' % (job['id'], job['status'], job['kind'], _when(job['created']),
                                                    job['name'], reason))
-    text = '\n'.join(lines) or 'no jobs'
-    _emit(args, jobs, text)
+    return '\n'.join(lines) or 'no jobs'
+
+
+def cmd_jobs(args, config: Config) -> int:
+    jobs = open_store(config).list_jobs(status=args.status, limit=args.limit, offset=args.offset)
+    _emit(args, jobs, describe_jobs(jobs))
     return 0
 
 
@@ -247,9 +254,10 @@ def cmd_token(args, config: Config) -> int:
 
 def cmd_serve(args, config: Config) -> int:
     from . import server
+    from .serve_options import ServeError
     try:
         return server.serve(args, config)
-    except server.ServeError as exc:
+    except ServeError as exc:
         raise BadInput(str(exc)) from None
 
 
@@ -308,13 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument('--force', action='store_true', help='replace an existing file')
     token.set_defaults(func=cmd_token)
 
+    # --server URL --token-file F: these four talk to a xuanwu service instead (xuanwu.client)
+    from .client import add_server_options
+    for remote_capable in (run, jobs, show, cancel):
+        add_server_options(remote_capable)
+
     serve = sub.add_parser('serve', help='serve the HTTP API (docs/service.md)')
-    try:
-        from .server import add_serve_arguments
-    except ImportError:
-        pass
-    else:
-        add_serve_arguments(serve)
+    from .serve_options import add_serve_arguments
+    add_serve_arguments(serve)
     serve.set_defaults(func=cmd_serve)
     return parser
 
@@ -322,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, 'server', None):
+        from .client import main_remote
+        return main_remote(args, sys.modules[__name__])
     try:
         config = Config.load(args.config, data_dir=args.data_dir)
         return args.func(args, config)
