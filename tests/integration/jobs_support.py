@@ -3,6 +3,7 @@ playbook registry holds the tiny test playbooks of playbooks/jobs/, and the ``xu
 a real process."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,6 +16,14 @@ SRC = os.path.join(ROOT, 'src')
 JOBS = os.path.join(HERE, 'playbooks', 'jobs')
 INVENTORY = os.path.join(JOBS, 'inventory')
 TEST_PLAYBOOKS = {'t-succeed': 'succeed.yml', 't-fail': 'fail.yml', 't-sleep': 'sleep.yml', 't-flaky': 'flaky.yml'}
+
+
+
+def interruptible():
+    """``preexec_fn`` of a child that a test interrupts with SIGINT: SIGINT as a terminal's Ctrl-C delivers it. A
+    command started in the background by a shell (CI, ``make test &``) has SIGINT ignored, a child inherits that,
+    and Python keeps an ignored SIGINT ignored instead of raising KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def write_config(tmp_path, **extra):

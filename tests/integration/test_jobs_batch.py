@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, load, read_json, wait_for, write_config, xuanwu
+from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, interruptible, load, read_json, wait_for, write_config, xuanwu
 
 pytestmark = [pytest.mark.one_controller,
               pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')]
@@ -29,7 +29,7 @@ def test_ctrl_c_cancels_a_batch_and_still_writes_its_summary(tmp_path):
                                                    'nodes': ['localhost']}} for n in range(3)]
     (tmp_path / 'batch.yml').write_text(json.dumps({'output_dir': 'out', 'max_concurrency': 2, 'task_list': tasks}))
     runner = subprocess.Popen(cli_argv(config, 'batch', str(tmp_path / 'batch.yml')), cwd=ROOT, env=env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     try:
         pids = [tmp_path / 'pid-0', tmp_path / 'pid-1']
         wait_for(lambda: all(p.exists() and p.read_text().strip() for p in pids), what='two tasks to start')

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, load, read_json, wait_for, write_config, \
-    xuanwu
+from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, interruptible, load, read_json, wait_for, \
+    write_config, xuanwu
 
 pytestmark = [pytest.mark.one_controller,
               pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')]
@@ -149,7 +149,8 @@ def test_ctrl_c_on_xuanwu_run_cancels_the_job_and_kills_its_tree(tmp_path):
     pid_file = tmp_path / 'command.pid'
     runner = subprocess.Popen(cli_argv(config, 'run', '--command', 'echo $$ > %s; exec sleep 60' % pid_file,
                                        '--nodes', 'localhost', '--json'),
-                              cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=interruptible)
     try:
         wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what='the command to start')
         runner.send_signal(signal.SIGINT)

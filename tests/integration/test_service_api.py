@@ -20,6 +20,7 @@ import pytest
 requests = pytest.importorskip('requests', reason='one_controller: the service tests run with .venv only')
 text_string_to_metric_families = pytest.importorskip('prometheus_client.parser').text_string_to_metric_families
 
+from jobs_support import interruptible  # noqa: E402  pylint: disable=wrong-import-position
 from service_cases import HOSTILE  # noqa: E402  pylint: disable=wrong-import-position
 from service_process import (INVENTORY, Service, server_env, start_service, wait_gone,  # noqa: E402  pylint: disable=wrong-import-position
                              write_config, write_token)
@@ -370,7 +371,7 @@ def test_cli_run_interrupted_cancels_the_job_on_the_service(service):
     proc = subprocess.Popen([sys.executable, '-m', 'xuanwu.cli', 'run', '--server', service.base, '--token-file',
                              str(service.token_file), '--command', 'sleep 300', '--nodes', 'localhost', '--name',
                              'cli-interrupted'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=server_env())
+                            env=server_env(), preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while not [j for j in service.get('/api/v1/jobs?status=running').json()['jobs'] if j['name'] == 'cli-interrupted']:
         assert time.monotonic() < deadline and proc.poll() is None
