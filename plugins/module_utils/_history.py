@@ -110,15 +110,24 @@ def _connect(db_path, create):
     return conn
 
 
+def _identity(conn):
+    """(application_id, user_version, tables), read in one transaction: read one by one, another run's creation
+    could commit between them (application_id still 0, its tables already there: "another program's file")."""
+    conn.execute('BEGIN')
+    try:
+        return (conn.execute('PRAGMA application_id').fetchone()[0], conn.execute('PRAGMA user_version').fetchone()[0],
+                conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0])
+    finally:
+        conn.execute('COMMIT')
+
+
 def _check_or_create(conn, db_path):
-    app_id = conn.execute('PRAGMA application_id').fetchone()[0]
-    version = conn.execute('PRAGMA user_version').fetchone()[0]
+    app_id, version, tables = _identity(conn)
     if app_id == APPLICATION_ID:
         if version > SCHEMA_VERSION:
             raise HistoryError('history database %s has schema version %d; this collection reads up to %d: '
                                'use the newer collection or another file' % (db_path, version, SCHEMA_VERSION))
         return
-    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
     if app_id != 0 or version != 0 or tables:
         raise HistoryError('%s is an SQLite database of another program (application_id %d, user_version %d, %d table(s)), '
                            'not a xuanwu.cluster history: point xuanwu_history_db elsewhere' % (db_path, app_id, version, tables))

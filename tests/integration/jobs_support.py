@@ -18,7 +18,6 @@ INVENTORY = os.path.join(JOBS, 'inventory')
 TEST_PLAYBOOKS = {'t-succeed': 'succeed.yml', 't-fail': 'fail.yml', 't-sleep': 'sleep.yml', 't-flaky': 'flaky.yml'}
 
 
-
 def interruptible():
     """``preexec_fn`` of a child that a test interrupts with SIGINT: SIGINT as a terminal's Ctrl-C delivers it. A
     command started in the background by a shell (CI, ``make test &``) has SIGINT ignored, a child inherits that,

@@ -4,6 +4,7 @@ import multiprocessing
 import os
 import sqlite3
 import stat
+import threading
 
 import pytest
 
@@ -145,3 +146,30 @@ def test_two_runs_writing_at_once_both_land(tmp_path):
     conn = sqlite3.connect(db)
     assert conn.execute('SELECT count(*) FROM busbw').fetchone() == (30 * 20 * 3,)   # 1 GiB, 2 GiB and 8 B; NaN is left out
     assert conn.execute('PRAGMA integrity_check').fetchone() == ('ok',)
+
+
+class _Interleaved(object):
+    """A connection that lets another run create the database right after this one's first read of its identity."""
+
+    def __init__(self, conn, db):
+        self.conn, self.db, self.other = conn, db, None
+
+    def execute(self, sql, *args):
+        result = self.conn.execute(sql, *args)
+        if sql == 'PRAGMA application_id' and self.other is None:
+            self.other = threading.Thread(target=lambda: _history._connect(self.db, create=True).close())
+            self.other.start()
+            self.other.join(2)      # it finishes here unless this read holds the file (the fix: one transaction)
+        return result
+
+
+def test_a_creation_between_the_identity_reads_is_not_taken_for_another_program(tmp_path):
+    db = str(tmp_path / 'h.sqlite')
+    _history._prepare_path(db)
+    conn = sqlite3.connect(db, timeout=_history.BUSY_TIMEOUT_S, isolation_level=None)
+    wrapped = _Interleaved(conn, db)
+    _history._check_or_create(wrapped, db)      # raised "an SQLite database of another program" before the fix
+    wrapped.other.join(60)
+    assert not wrapped.other.is_alive()
+    assert conn.execute('PRAGMA application_id').fetchone()[0] == _history.APPLICATION_ID
+    conn.close()
