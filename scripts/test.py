@@ -8,8 +8,9 @@ Every suite is cut into jobs: unit, lint and sanity are one job each; integratio
 venv (.venv = ansible-core 2.19, .venv-2.16) and shard (pytest's items dealt round-robin, XUANWU_SHARD=i/n,
 tests/conftest.py); molecule is one job that builds the test image and installs molecule, then one job per
 scenario. A lane takes the next job as soon as it is free, the longest first (figures measured on a 2-core
-machine, in JOB_SECONDS below), so no suite waits for the slowest job of the one before it: that wait, and
-the idle core while unit, lint and sanity each ran on one, cost about a tenth of the whole run.
+machine, in JOB_SECONDS below), so no suite waits for the slowest job of the one before it and no core idles
+while unit, lint and sanity each run on one. The suites are CPU-bound (the machine stays about 95 % busy): lanes
+remove idle time, they do not shorten the work itself.
 
 Each job writes its own log under .cache/test-logs/; a line says when each starts and ends. At the end:
 the last lines of every failed job's log, each job's time, `make test: ... in Ns` and
