@@ -45,3 +45,51 @@ def assert_finite(value, where='result'):
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             assert_finite(item, '%s[%d]' % (where, index))
+
+
+def edit_lines(text, data, noise, tokens):
+    """``text`` with 1 to 4 line edits drawn from ``data``: a line dropped, duplicated, swapped with another,
+    a line of ``noise`` inserted, or one token of a line replaced by one of ``tokens``."""
+    lines = text.split('\n')
+    for dummy in range(data.draw(st.integers(min_value=1, max_value=4))):
+        if not lines:
+            break
+        op = data.draw(st.sampled_from(['drop', 'dup', 'swap', 'noise', 'tokens']))
+        i = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+        if op == 'drop':
+            del lines[i]
+        elif op == 'dup':
+            lines.insert(i, lines[i])
+        elif op == 'swap':
+            j = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == 'noise':
+            lines.insert(i, data.draw(noise))
+        else:
+            words = lines[i].split()
+            if words:
+                k = data.draw(st.integers(min_value=0, max_value=len(words) - 1))
+                words[k] = data.draw(st.sampled_from(tokens))
+                lines[i] = '  '.join(words)
+    return '\n'.join(lines)
+
+
+def edit_bytes(text, data):
+    """``text`` with 1 to 8 characters replaced (or removed) by whitespace, control and punctuation characters."""
+    chars = list(text)
+    for dummy in range(data.draw(st.integers(min_value=1, max_value=8))):
+        if not chars:
+            break
+        i = data.draw(st.integers(min_value=0, max_value=len(chars) - 1))
+        chars[i] = data.draw(st.sampled_from(['', ' ', '\n', '\r', '\x1b', '#', '-', '.', '9', 'a', '\x00', '\u00e9']))
+    return ''.join(chars)
+
+
+def assert_rejects_non_text(parser, parse_error):
+    """``parser`` raises ``parse_error`` (the collection's ParseError) for values that are not text."""
+    for value in (None, b'bytes', 42, ['a']):
+        try:
+            parser(value)
+        except parse_error:
+            continue
+        raise AssertionError('no ParseError for %r' % (value,))

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import evaluate_curve
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import assert_finite, numbers_injected
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import (
+    assert_finite, assert_rejects_non_text, edit_bytes, edit_lines, numbers_injected,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,40 +55,13 @@ def test_truncated(text, where):
 @SETTINGS
 @given(st.sampled_from(TEXTS), st.data())
 def test_line_edits(text, data):
-    lines = text.split('\n')
-    for dummy in range(data.draw(st.integers(min_value=1, max_value=4))):
-        op = data.draw(st.sampled_from(['drop', 'dup', 'swap', 'noise', 'tokens']))
-        i = data.draw(st.integers(min_value=0, max_value=max(0, len(lines) - 1)))
-        if not lines:
-            break
-        if op == 'drop':
-            del lines[i]
-        elif op == 'dup':
-            lines.insert(i, lines[i])
-        elif op == 'swap':
-            j = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == 'noise':
-            lines.insert(i, data.draw(NOISE))
-        else:
-            tokens = lines[i].split()
-            if tokens:
-                k = data.draw(st.integers(min_value=0, max_value=len(tokens) - 1))
-                tokens[k] = data.draw(st.sampled_from(['N/A', '-1', 'nan', 'inf', '1e+99', '', 'x', '0', '#', '-', '1.2.3']))
-                lines[i] = '  '.join(tokens)
-    _check('\n'.join(lines))
+    _check(edit_lines(text, data, NOISE, ['N/A', '-1', 'nan', 'inf', '1e+99', '', 'x', '0', '#', '-', '1.2.3']))
 
 
 @SETTINGS
 @given(st.sampled_from(TEXTS), st.data())
 def test_byte_edits(text, data):
-    chars = list(text)
-    for dummy in range(data.draw(st.integers(min_value=1, max_value=8))):
-        if not chars:
-            break
-        i = data.draw(st.integers(min_value=0, max_value=len(chars) - 1))
-        chars[i] = data.draw(st.sampled_from(['', ' ', '\n', '\r', '\x1b', '#', '-', '.', '9', 'a', '\x00', '\u00e9']))
-    _check(''.join(chars))
+    _check(edit_bytes(text, data))
 
 
 @SETTINGS
@@ -109,9 +84,4 @@ def test_huge_and_non_finite_numbers(text):
 
 
 def test_not_text():
-    for value in (None, b'bytes', 42, ['a']):
-        try:
-            parse_nccl_tests(value)
-        except ParseError:
-            continue
-        raise AssertionError('no ParseError for %r' % (value,))
+    assert_rejects_non_text(parse_nccl_tests, ParseError)

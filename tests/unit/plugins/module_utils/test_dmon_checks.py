@@ -1,0 +1,163 @@
+"""The dmon checks (_dmon_checks): summaries of the real captures and the findings of the derived faults.
+Each case: a dmon output under tests/fixtures/dmon/, the bounds, and exactly the findings it must give."""
+import os
+
+import pytest
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks as dmon
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import FIELDS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DMON = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures', 'dmon'))
+TEMPS = {'gtemp_max_c': 85, 'mtemp_max_c': 95}
+LOAD_NOT_MEASURED = ('dmon.not_measured', 'warn', 'samples under load (dmon.throttle, dmon.memory_growth)')
+
+
+def _summary(name, **kwargs):
+    with open(os.path.join(DMON, name)) as handle:
+        return dmon.summarise(parse_dmon(handle.read()), **kwargs)
+
+
+def _text_summary(text):
+    return dmon.summarise(parse_dmon(text))
+
+
+CASES = [
+    # (fixture, bounds, {component: [(check, severity, expected)]})
+    ('h200x2_dmon_busy.txt', TEMPS, {}),
+    ('h200x2_dmon_busy.txt', None, {}),
+    ('h200x2_dmon_busy-derived-truncated.txt', TEMPS, {}),
+    ('h200x2_dmon_busy-derived-throttle-gpu1.txt', TEMPS, {'gpu1': [(
+        'dmon.throttle', 'fail',
+        'pclk >= 1782 MHz (0.9 x 1980 MHz, the highest pclk of the run), pviol/tviol <= 0')]}),
+    ('h200x2_dmon_busy-derived-hot-gpu0.txt', TEMPS, {'gpu0': [
+        ('dmon.temperature', 'fail', 'gtemp <= 85 C'), ('dmon.temperature', 'fail', 'mtemp <= 95 C')]}),
+    ('h200x2_dmon_busy-derived-hot-gpu0.txt', None, {}),                      # temperatures not asked for
+    ('h200x2_dmon_busy-derived-memgrow-gpu0.txt', TEMPS, {'gpu0': [
+        ('dmon.memory_growth', 'warn', 'growth <= 1024 MB')]}),
+    ('h200x2_dmon_busy-derived-memgrow-gpu0.txt', dict(TEMPS, fb_growth_max_mb=8192), {}),
+    ('h200x2_dmon_idle.txt', TEMPS, {'gpu0': [LOAD_NOT_MEASURED], 'gpu1': [LOAD_NOT_MEASURED]}),
+    ('h200x2_dmon_after.txt', TEMPS, {'gpu0': [LOAD_NOT_MEASURED], 'gpu1': [LOAD_NOT_MEASURED]}),
+    ('h200x4_nvidia-smi_dmon_-c_3_-s_pucvmet.txt', None, dict(
+        ('gpu%d' % i, [LOAD_NOT_MEASURED]) for i in range(4))),
+    # -s mutc: no p (power, temperatures) and no v (violations) columns
+    ('public_dmon_-i_0_-s_mutc_-o_TD.txt', TEMPS, {'gpu0': [
+        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'gtemp (dmon.temperature)'),
+        ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+    # mtemp printed as "-" (no sensor): requested, so not measured
+    ('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt', dict(TEMPS, min_load_samples=0), {'gpu0': [
+        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+    # a profile clock: a GPU that ran below it the whole time
+    ('h200x2_dmon_busy.txt', {'sm_clock_mhz': 2400}, dict((gpu, [(
+        'dmon.throttle', 'fail', 'pclk >= 2160 MHz (0.9 x 2400 MHz, sm_clock_mhz), pviol/tviol <= 0')])
+        for gpu in ('gpu0', 'gpu1'))),
+]
+
+
+@pytest.mark.parametrize('name,bounds,expected', CASES, ids=['%s-%d' % (c[0][:-4], i) for i, c in enumerate(CASES)])
+def test_findings_of_captures(name, bounds, expected):
+    found = dmon.findings(_summary(name), bounds, host='gpu-node01')
+    got = {}
+    for finding in found:
+        assert set(finding) == set(FIELDS)
+        assert finding['host'] == 'gpu-node01'
+        assert finding['message'] and finding['remediation'] and '{' not in finding['remediation']
+        got.setdefault(finding['component'], []).append((finding['check'], finding['severity'], finding['expected']))
+    assert dict((k, sorted(v)) for k, v in got.items()) == dict((k, sorted(v)) for k, v in expected.items())
+
+
+def test_throttle_measured_names_the_clock_and_the_violation():
+    found = dmon.findings(_summary('h200x2_dmon_busy-derived-throttle-gpu1.txt'), TEMPS, host='h')
+    assert [f['measured'] for f in found] == ['pclk 1410 MHz under load (median 1410 MHz), pviol 38']
+
+
+def test_memory_growth_measured():
+    found = dmon.findings(_summary('h200x2_dmon_busy-derived-memgrow-gpu0.txt'), None, host='h')
+    assert [f['measured'] for f in found] == ['fb 2483 -> 9139 MB (+6656 MB) over 14 samples under load']
+
+
+def test_summary_of_the_busy_capture():
+    summary = _summary('h200x2_dmon_busy.txt')
+    assert sorted(summary['gpus']) == ['gpu0', 'gpu1']
+    gpu0 = summary['gpus']['gpu0']
+    assert gpu0['samples'] == 15
+    assert gpu0['series']['pwr'] == {'min': 93, 'median': 289, 'max': 289, 'n': 15}
+    assert gpu0['series']['sm'] == {'min': 0, 'median': 97, 'max': 98, 'n': 15}
+    assert gpu0['series']['gtemp'] == {'min': 38, 'median': 45, 'max': 45, 'n': 15}
+    assert gpu0['series']['mtemp'] == {'min': 39, 'median': 48, 'max': 49, 'n': 15}
+    assert gpu0['series']['fb'] == {'min': 1643, 'median': 2483, 'max': 2483, 'n': 15}
+    assert (gpu0['fb_first'], gpu0['fb_last']) == (1643, 2483)
+    assert gpu0['load'] == {'sm_pct_min': 80, 'samples': 14, 'pclk_min': 1980, 'pclk_median': 1980,
+                            'fb_first': 2483, 'fb_last': 2483, 'fb_rising': False}
+    assert set(gpu0['series']) == set(dmon.SUMMARY_COLUMNS + dmon.VIOLATION_COLUMNS)
+
+
+def test_summary_skips_not_available_values():
+    summary = _summary('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt')
+    series = summary['gpus']['gpu0']['series']
+    assert series['mtemp'] is None                      # printed as "-"
+    assert series['pclk'] == {'min': 582, 'median': 1582, 'max': 1582, 'n': 3}
+    assert 'fb' not in series and 'pviol' not in series  # not selected by -s pucet
+    assert summary['gpus']['gpu0']['load']['samples'] == 0
+
+
+def test_median_of_an_even_count():
+    summary = _text_summary('# gpu  sm  pclk\n# Idx   %   MHz\n 0  90  1000\n 0  90  1100\n')
+    assert summary['gpus']['gpu0']['series']['pclk']['median'] == 1050
+
+
+def test_memory_that_falls_once_is_not_growth():
+    rows = ''.join(' 0  97  %d\n' % fb for fb in (1000, 3000, 2999, 5000))
+    summary = _text_summary('# gpu  sm  fb\n# Idx   %  MB\n' + rows)
+    assert summary['gpus']['gpu0']['load']['fb_rising'] is False
+    assert [f['check'] for f in dmon.findings(summary, {'min_load_samples': 1}, host='h')] == [
+        'dmon.not_measured', 'dmon.not_measured']        # no pclk and no violation counters printed
+
+
+def test_no_sm_column_is_not_measured():
+    summary = _text_summary('# gpu  pwr  fb\n# Idx    W  MB\n 0  300  100\n')
+    found = dmon.findings(summary, None, host='h')
+    assert [(f['check'], f['component'], f['expected']) for f in found] == [
+        ('dmon.not_measured', 'gpu0', 'sm % (dmon.throttle)')]
+
+
+def test_no_samples_is_not_measured():
+    found = dmon.findings(_text_summary('# gpu  sm\n# Idx   %\n'), None, host='h')
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.not_measured', 'dmon', 'warn')]
+
+
+def test_unparsable_lines_are_findings():
+    text = '# gpu  sm\n# Idx   %\n 0  97\n 1  9x\n lost\n'
+    found = dmon.findings(_text_summary(text + ' 0  97\n'), None, host='h')
+    got = [(f['check'], f['component'], f['measured']) for f in found if f['check'] == 'dmon.unparsable']
+    assert got == [('dmon.unparsable', 'dmon', 'lost'), ('dmon.unparsable', 'gpu1', '1  9x')]
+    gpu1 = [f for f in found if f['component'] == 'gpu1']
+    assert [f['check'] for f in gpu1] == ['dmon.not_measured', 'dmon.unparsable']
+
+
+@pytest.mark.parametrize('bounds,message', [
+    ({'gtemp_max': 80}, "dmon bounds: gtemp_max: unknown key"),
+    ({'clock_min_fraction': 1.5}, 'clock_min_fraction: must be a fraction in (0, 1], got 1.5'),
+    ({'gtemp_max_c': 'hot'}, "gtemp_max_c: must be a number >= 0, got 'hot'"),
+    ({'fb_growth_max_mb': -1}, 'fb_growth_max_mb: must be a number >= 0, got -1'),
+    ({'load_sm_pct': True}, 'load_sm_pct: must be a number >= 0, got True'),
+    (['a'], 'dmon bounds: must be a mapping, got list'),
+])
+def test_bad_bounds_are_profile_errors(bounds, message):
+    with pytest.raises(ProfileError) as err:
+        dmon.findings(_summary('h200x2_dmon_busy.txt'), bounds, host='h')
+    assert message in str(err.value)
+
+
+def test_load_bound_must_match_the_summary():
+    with pytest.raises(ValueError) as err:
+        dmon.findings(_summary('h200x2_dmon_busy.txt'), {'load_sm_pct': 50}, host='h')
+    assert 'summarise with load_sm_pct' in str(err.value)
+    assert dmon.findings(_summary('h200x2_dmon_busy.txt', load_sm_pct=50), {'load_sm_pct': 50}, host='h') == []
+
+
+def test_summarise_needs_a_parse_result():
+    with pytest.raises(ValueError):
+        dmon.summarise('text')
