@@ -1,0 +1,254 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A run report as Prometheus metrics, for node_exporter's textfile collector (docs/metrics.md).
+
+:func:`render` turns a report (``report.json``'s dict, docs/report-format.md) into the Prometheus text
+exposition format: one ``# HELP`` and ``# TYPE`` line per metric, every metric a gauge named ``xuanwu_...``,
+label values escaped (backslash, double quote, newline), no sample twice. :func:`write_atomic` writes it
+where the collector reads (``*.prom``): a temporary file in the same folder, fsync, mode 0644, rename, so
+that the collector never reads half a file.
+
+``render`` takes no Ansible imports and does no I/O; ``write_atomic`` writes one file.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import calendar
+import math
+import os
+import re
+import tempfile
+import time
+
+_NAME_RE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*$')
+_LABEL_RE = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*$')
+_SURROGATE_RE = re.compile(u'[\ud800-\udfff]')
+TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+
+# Host and run status as a number: higher is worse; a status this table does not know is an error.
+STATUS_CODES = {'pass': 0, 'warn': 1, 'fail': 2, 'error': 3}
+SEVERITY_CODES = {'info': 0, 'warn': 1, 'fail': 2}
+
+# (name, help, labels): every metric render writes, in this order (docs/metrics.md lists the same).
+METRICS = (
+    ('xuanwu_run_info', 'A validation run: its playbook, collection and ansible-core versions and result '
+     '(always 1).', ('run_id', 'playbook', 'collection_version', 'ansible_version', 'result')),
+    ('xuanwu_run_timestamp_seconds', 'When the run finished, Unix time.', ('run_id',)),
+    ('xuanwu_run_duration_seconds', 'How long the run took, from its start to its end.', ('run_id',)),
+    ('xuanwu_run_result', 'Result of the run: 0 pass, 1 warn, 2 fail.', ('run_id',)),
+    ('xuanwu_run_hosts', 'Hosts of the run by status (pass, warn, fail, error).', ('run_id', 'status')),
+    ('xuanwu_host_status', 'Status of a host: 0 pass, 1 warn, 2 fail, 3 error (not probed, or a status this '
+     'version does not know).', ('host', 'run_id')),
+    ('xuanwu_host_findings', 'Findings of a host by severity.', ('host', 'severity')),
+    ('xuanwu_check_outcome', 'The worst finding of a check on a component: 0 info, 1 warn, 2 fail; a check '
+     'without findings has no sample.', ('host', 'check', 'component')),
+    ('xuanwu_host_not_judged', 'A measurement of a host that was not compared with the profile (always 1).',
+     ('host', 'component')),
+    ('xuanwu_workload_seconds', 'Wall time of a workload run.', ('host', 'kind', 'component')),
+    ('xuanwu_workload_exit_code', 'Exit code of a workload run.', ('host', 'kind', 'component')),
+    ('xuanwu_workload_timed_out', 'A workload run hit its time limit (1) or not (0).', ('host', 'kind', 'component')),
+    ('xuanwu_workload_ok', 'A torch workload reported success (1) or failure (0).', ('host', 'kind', 'component')),
+    ('xuanwu_workload_tokens_per_second', 'Training throughput of the DDP smoke run.', ('host', 'kind', 'component')),
+    ('xuanwu_workload_step_time_median_seconds', 'Median training step time of the DDP smoke run.',
+     ('host', 'kind', 'component')),
+    ('xuanwu_workload_gpu_memory_growth_percent', 'GPU memory growth over the soak run.',
+     ('host', 'kind', 'component')),
+    ('xuanwu_workload_rss_growth_percent', 'Host memory (RSS) growth over the soak run.',
+     ('host', 'kind', 'component')),
+    ('xuanwu_collective_avg_busbw_gbytes', 'Average bus bandwidth of an nccl-tests run, GB/s (10^9 bytes/s).',
+     ('host', 'collective')),
+    ('xuanwu_collective_busbw_gbytes', 'Bus bandwidth of a collective at one message size, GB/s (10^9 bytes/s): '
+     'out-of-place, median over the cycles of the run.', ('host', 'collective', 'size_bytes')),
+)
+_LABELS = dict((name, labels) for name, _help, labels in METRICS)
+# result fields of torch workloads -> (metric, scale)
+_RESULT_FIGURES = (
+    ('tokens_per_s', 'xuanwu_workload_tokens_per_second', 1),
+    ('step_time_ms_median', 'xuanwu_workload_step_time_median_seconds', 0.001),
+    ('gpu_mem_growth_pct', 'xuanwu_workload_gpu_memory_growth_percent', 1),
+    ('rss_growth_pct', 'xuanwu_workload_rss_growth_percent', 1),
+)
+
+
+def escape_label_value(value):
+    """A label value as the text format writes it: ``\\`` -> ``\\\\``, ``"`` -> ``\\"``, newline -> ``\\n``;
+    text that is not valid Unicode (a lone surrogate) becomes U+FFFD."""
+    text = _SURROGATE_RE.sub(u'\ufffd', value if isinstance(value, str) else str(value))
+    return text.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _escape_help(text):
+    return text.replace('\\', '\\\\').replace('\n', '\\n')
+
+
+def format_value(value):
+    """A sample value: integers as integers, floats as Python writes them, ``NaN``, ``+Inf``, ``-Inf``."""
+    if isinstance(value, bool):
+        return '1' if value else '0'
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return 'NaN'
+    if math.isinf(value):
+        return '+Inf' if value > 0 else '-Inf'
+    return repr(float(value))
+
+
+def _number(value):
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    return None
+
+
+def _epoch(text):
+    if not isinstance(text, str):
+        return None
+    try:
+        return calendar.timegm(time.strptime(text, TIME_FORMAT))
+    except (ValueError, OverflowError):
+        return None
+
+
+class _Metrics(object):
+    """Samples by metric; a label set given twice keeps the worse (``keep='max'``) or the last value."""
+
+    def __init__(self):
+        self.samples = dict((name, {}) for name in _LABELS)
+
+    def add(self, name, labels, value, keep=None):
+        value = _number(value)
+        if value is None:
+            return
+        key = tuple(str(labels[label]) if labels.get(label) is not None else '' for label in _LABELS[name])
+        have = self.samples[name].get(key)
+        if keep == 'max' and have is not None and have >= value:
+            return
+        self.samples[name][key] = value
+
+    def text(self):
+        out = []
+        for name, help_text, labels in METRICS:
+            samples = self.samples[name]
+            if not samples:
+                continue
+            out.append('# HELP %s %s' % (name, _escape_help(help_text)))
+            out.append('# TYPE %s gauge' % name)
+            for key in sorted(samples):
+                pairs = ','.join('%s="%s"' % (label, escape_label_value(value)) for label, value in zip(labels, key))
+                out.append('%s{%s} %s' % (name, pairs, format_value(samples[key])))
+        return '\n'.join(out) + '\n' if out else ''
+
+
+def _run(metrics, report):
+    run_id = report.get('run_id')
+    summary = report.get('summary') if isinstance(report.get('summary'), dict) else {}
+    collection = report.get('collection') if isinstance(report.get('collection'), dict) else {}
+    result = summary.get('result')
+    metrics.add('xuanwu_run_info', {'run_id': run_id, 'playbook': report.get('playbook'),
+                                    'collection_version': collection.get('version'),
+                                    'ansible_version': report.get('ansible_version'), 'result': result}, 1)
+    started, finished = _epoch(report.get('started_at')), _epoch(report.get('finished_at'))
+    metrics.add('xuanwu_run_timestamp_seconds', {'run_id': run_id}, finished)
+    if started is not None and finished is not None:
+        metrics.add('xuanwu_run_duration_seconds', {'run_id': run_id}, finished - started)
+    if result is not None:
+        metrics.add('xuanwu_run_result', {'run_id': run_id}, STATUS_CODES.get(result, STATUS_CODES['fail']))
+    status = summary.get('status') if isinstance(summary.get('status'), dict) else {}
+    for name in sorted(STATUS_CODES):
+        metrics.add('xuanwu_run_hosts', {'run_id': run_id, 'status': name}, status.get(name, 0))
+
+
+def _workloads(metrics, host, runs):
+    for run in runs if isinstance(runs, list) else []:
+        if not isinstance(run, dict):
+            continue
+        labels = {'host': host, 'kind': run.get('kind'), 'component': run.get('component')}
+        metrics.add('xuanwu_workload_seconds', labels, run.get('seconds'))
+        metrics.add('xuanwu_workload_exit_code', labels, run.get('exit_code'))
+        metrics.add('xuanwu_workload_timed_out', labels, run.get('timed_out'))
+        result = run.get('result') if isinstance(run.get('result'), dict) else {}
+        metrics.add('xuanwu_workload_ok', labels, result.get('ok'))
+        for field, metric, scale in _RESULT_FIGURES:
+            value = _number(result.get(field))
+            metrics.add(metric, labels, value * scale if value is not None and not isinstance(value, bool) else None)
+        collective = {'host': host, 'collective': run.get('component')}
+        metrics.add('xuanwu_collective_avg_busbw_gbytes', collective, run.get('avg_busbw_gbps'))
+        busbw = run.get('busbw_gbps') if isinstance(run.get('busbw_gbps'), dict) else {}
+        for size, value in busbw.items():
+            metrics.add('xuanwu_collective_busbw_gbytes', dict(collective, size_bytes=size), value)
+
+
+def _host(metrics, host, entry, run_id):
+    metrics.add('xuanwu_host_status', {'host': host, 'run_id': run_id},
+                STATUS_CODES.get(entry.get('status'), STATUS_CODES['error']))
+    findings = [f for f in entry.get('findings') or [] if isinstance(f, dict)]
+    for severity in sorted(SEVERITY_CODES):
+        metrics.add('xuanwu_host_findings', {'host': host, 'severity': severity},
+                    sum(1 for f in findings if f.get('severity') == severity))
+    for finding in findings:
+        if finding.get('severity') in SEVERITY_CODES:
+            metrics.add('xuanwu_check_outcome', {'host': host, 'check': finding.get('check'),
+                                                 'component': finding.get('component')},
+                        SEVERITY_CODES[finding['severity']], keep='max')
+    not_judged = entry.get('not_judged') if isinstance(entry.get('not_judged'), dict) else {}
+    for component in not_judged:
+        metrics.add('xuanwu_host_not_judged', {'host': host, 'component': component}, 1)
+    _workloads(metrics, host, entry.get('workloads'))
+
+
+def render(report, hosts=None):
+    """The text exposition of ``report`` (a report.json dict); ``hosts``: only these hosts' metrics (the run's
+    metrics always). Raises ValueError when ``report`` is not a report."""
+    if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
+        raise ValueError('not a run report (a mapping with hosts): %s' % type(report).__name__)
+    metrics = _Metrics()
+    _run(metrics, report)
+    for host in sorted(report['hosts']):
+        entry = report['hosts'][host]
+        if isinstance(entry, dict) and (hosts is None or host in hosts):
+            _host(metrics, host, entry, report.get('run_id'))
+    return metrics.text()
+
+
+def write_atomic(path, text, mode=0o644):
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never a part: a temporary
+    file in the same folder (a hidden name that does not end in ``.prom``), fsync, ``mode``, rename, fsync of
+    the folder."""
+    if not isinstance(text, str):
+        raise ValueError('write_atomic writes text, got %s' % type(text).__name__)
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(handle, 'wb') as stream:
+            stream.write(text.encode('utf-8'))
+            stream.flush()
+            os.fsync(stream.fileno())
+            os.fchmod(stream.fileno(), mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    try:
+        folder = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
+
+
+def valid_names():
+    """True when every metric and label name of ``METRICS`` is one Prometheus accepts."""
+    return all(_NAME_RE.match(name) and all(_LABEL_RE.match(label) for label in labels)
+               for name, _help, labels in METRICS)

@@ -1,0 +1,185 @@
+"""Prometheus text exposition of run reports (_prom): read back with prometheus_client's parser."""
+import copy
+import json
+import os
+import stat
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _prom
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..'))
+REPORT = os.path.join(ROOT, 'tests', 'fixtures', 'report', 'h200x2_report_with_workloads.json')
+RUN = '20261130T134830Z-695169'
+
+
+def _report():
+    with open(REPORT) as handle:
+        return json.load(handle)
+
+
+def _samples(text):
+    """{metric: {frozenset(labels): value}} of an exposition, as Prometheus reads it."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        assert family.type == 'gauge'
+        assert family.documentation
+        for sample in family.samples:
+            key = frozenset(sample.labels.items())
+            assert key not in out.setdefault(sample.name, {}), 'sample twice: %s %s' % (sample.name, sample.labels)
+            out[sample.name][key] = sample.value
+    return out
+
+
+def _one(samples, name, **labels):
+    return samples[name][frozenset(labels.items())]
+
+
+def test_real_report_run_and_host():
+    samples = _samples(_prom.render(_report()))
+    assert _one(samples, 'xuanwu_run_info', run_id=RUN, playbook='validate', collection_version='0.1.0',
+                ansible_version='2.19.14', result='warn') == 1
+    assert _one(samples, 'xuanwu_run_timestamp_seconds', run_id=RUN) == 1796046647       # 2026-11-30T13:50:47Z
+    assert _one(samples, 'xuanwu_run_duration_seconds', run_id=RUN) == 137
+    assert _one(samples, 'xuanwu_run_result', run_id=RUN) == 1
+    assert dict((dict(k)['status'], v) for k, v in samples['xuanwu_run_hosts'].items()) == {
+        'pass': 0, 'warn': 1, 'fail': 0, 'error': 0}
+    assert _one(samples, 'xuanwu_host_status', host='gpu-host', run_id=RUN) == 1
+    assert dict((dict(k)['severity'], v) for k, v in samples['xuanwu_host_findings'].items()) == {
+        'fail': 0, 'warn': 1, 'info': 0}
+    assert samples['xuanwu_check_outcome'] == {
+        frozenset({'host': 'gpu-host', 'check': 'facts.not_measured', 'component': 'ports'}.items()): 1}
+
+
+def test_real_report_workloads_and_collectives():
+    samples = _samples(_prom.render(_report()))
+    assert _one(samples, 'xuanwu_collective_busbw_gbytes', host='gpu-host', collective='all_reduce_perf',
+                size_bytes='1073741824') == 323.66
+    assert _one(samples, 'xuanwu_collective_busbw_gbytes', host='gpu-host', collective='sendrecv_perf',
+                size_bytes='8') == 0.0
+    sizes = [dict(k)['size_bytes'] for k in samples['xuanwu_collective_busbw_gbytes']
+             if dict(k)['collective'] == 'all_reduce_perf']
+    assert len(sizes) == 31
+    assert _one(samples, 'xuanwu_collective_avg_busbw_gbytes', host='gpu-host', collective='all_gather_perf') == 91.0787
+    ddp = {'host': 'gpu-host', 'kind': 'ddp_smoke', 'component': 'ddp_smoke'}
+    assert _one(samples, 'xuanwu_workload_seconds', **ddp) == 13.1
+    assert _one(samples, 'xuanwu_workload_exit_code', **ddp) == 0
+    assert _one(samples, 'xuanwu_workload_timed_out', **ddp) == 0
+    assert _one(samples, 'xuanwu_workload_ok', **ddp) == 1
+    assert _one(samples, 'xuanwu_workload_tokens_per_second', **ddp) == 564136.5
+    assert _one(samples, 'xuanwu_workload_step_time_median_seconds', **ddp) == pytest.approx(0.014521)
+    soak = {'host': 'gpu-host', 'kind': 'soak', 'component': 'soak'}
+    assert _one(samples, 'xuanwu_workload_gpu_memory_growth_percent', **soak) == 0.0
+    assert _one(samples, 'xuanwu_workload_rss_growth_percent', **soak) == 0.2
+    assert len(samples['xuanwu_workload_seconds']) == 9
+
+
+def test_help_and_type_once_per_metric_and_every_name_valid():
+    text = _prom.render(_report())
+    names = [line.split()[2] for line in text.splitlines() if line.startswith('# TYPE ')]
+    assert len(names) == len(set(names))
+    assert set(names) <= set(name for name, _h, _l in _prom.METRICS)
+    assert all(name.startswith('xuanwu_') for name, _h, _l in _prom.METRICS)
+    assert _prom.valid_names()
+
+
+HOSTILE = ['a"b', 'back\\slash', 'new\nline', 'end\\', '\\n literal', 'quote at end"', u'lone \udc80 surrogate',
+           'tab\tand \u00e9', '}{ ,=']
+
+
+@pytest.mark.parametrize('value', HOSTILE)
+def test_label_values_are_escaped(value):
+    report = _report()
+    entry = report['hosts'].pop('gpu-host')
+    entry['findings'][0]['component'] = value
+    report['hosts'][value] = entry
+    samples = _samples(_prom.render(report))
+    expected = value.replace(u'\udc80', u'\ufffd')
+    assert _one(samples, 'xuanwu_host_status', host=expected, run_id=RUN) == 1
+    assert _one(samples, 'xuanwu_check_outcome', host=expected, check='facts.not_measured', component=expected) == 1
+
+
+def test_escape_label_value():
+    assert _prom.escape_label_value('a\\b"c\nd') == 'a\\\\b\\"c\\nd'
+
+
+def test_worst_finding_of_a_check_and_component():
+    report = _report()
+    finding = report['hosts']['gpu-host']['findings'][0]
+    report['hosts']['gpu-host']['findings'] = [dict(finding, severity='info'), dict(finding, severity='fail'),
+                                               dict(finding, severity='warn')]
+    samples = _samples(_prom.render(report))
+    assert _one(samples, 'xuanwu_check_outcome', host='gpu-host', check='facts.not_measured', component='ports') == 2
+    assert dict((dict(k)['severity'], v) for k, v in samples['xuanwu_host_findings'].items()) == {
+        'fail': 1, 'warn': 1, 'info': 1}
+
+
+@pytest.mark.parametrize('status,code', [('pass', 0), ('warn', 1), ('fail', 2), ('error', 3), ('odd', 3), (None, 3)])
+def test_host_status_codes(status, code):
+    report = _report()
+    report['hosts']['gpu-host']['status'] = status
+    assert _one(_samples(_prom.render(report)), 'xuanwu_host_status', host='gpu-host', run_id=RUN) == code
+
+
+def test_non_finite_and_odd_values():
+    report = _report()
+    runs = report['hosts']['gpu-host']['workloads']
+    runs[0]['busbw_gbps'] = {'8': float('nan'), '16': float('inf'), '32': 'NaN', '64': None}
+    runs[0]['seconds'] = 'slow'
+    report['hosts']['gpu-host']['not_judged'] = {'sendrecv_perf': 'no sendrecv curve in profile p'}
+    samples = _samples(_prom.render(report))
+    values = dict((dict(k)['size_bytes'], v) for k, v in samples['xuanwu_collective_busbw_gbytes'].items()
+                  if dict(k)['collective'] == 'all_reduce_perf')
+    assert sorted(values) == ['16', '8']
+    assert values['16'] == float('inf') and values['8'] != values['8']
+    assert not any(dict(k)['component'] == 'all_reduce_perf' for k in samples['xuanwu_workload_seconds'])
+    assert _one(samples, 'xuanwu_host_not_judged', host='gpu-host', component='sendrecv_perf') == 1
+
+
+def test_only_some_hosts():
+    report = _report()
+    report['hosts']['gpu-other'] = copy.deepcopy(report['hosts']['gpu-host'])
+    both = _samples(_prom.render(report))
+    one = _samples(_prom.render(report, hosts=['gpu-other']))
+    assert sorted(dict(k)['host'] for k in both['xuanwu_host_status']) == ['gpu-host', 'gpu-other']
+    assert [dict(k)['host'] for k in one['xuanwu_host_status']] == ['gpu-other']
+    assert 'xuanwu_run_info' in one
+
+
+def test_missing_times_leave_the_sample_out():
+    report = _report()
+    report['finished_at'] = 'yesterday'
+    samples = _samples(_prom.render(report))
+    assert 'xuanwu_run_timestamp_seconds' not in samples and 'xuanwu_run_duration_seconds' not in samples
+
+
+@pytest.mark.parametrize('value', [None, [], 'report', {'run_id': 'x'}, {'hosts': []}])
+def test_not_a_report(value):
+    with pytest.raises(ValueError) as err:
+        _prom.render(value)
+    assert 'not a run report' in str(err.value)
+
+
+def test_write_atomic(tmp_path):
+    path = tmp_path / 'xuanwu.prom'
+    path.write_text('old\n')
+    os.chmod(str(path), 0o600)
+    text = _prom.render(_report())
+    _prom.write_atomic(str(path), text)
+    assert path.read_text() == text
+    assert stat.S_IMODE(os.stat(str(path)).st_mode) == 0o644
+    assert sorted(os.listdir(str(tmp_path))) == ['xuanwu.prom']
+
+
+def test_write_atomic_keeps_the_old_file_on_failure(tmp_path):
+    path = tmp_path / 'xuanwu.prom'
+    path.write_text('old\n')
+    with pytest.raises(ValueError):
+        _prom.write_atomic(str(path), b'bytes')
+    (tmp_path / 'folder.prom').mkdir()
+    with pytest.raises(OSError):
+        _prom.write_atomic(str(tmp_path / 'folder.prom'), 'new\n')
+    assert path.read_text() == 'old\n'
+    assert sorted(os.listdir(str(tmp_path))) == ['folder.prom', 'xuanwu.prom']
