@@ -64,10 +64,10 @@ METRICS = (
      'out-of-place, median over the cycles of the run.', ('host', 'collective', 'size_bytes')),
 )
 _LABELS = dict((name, labels) for name, _help, labels in METRICS)
-# result fields of torch workloads -> (metric, scale)
+# result fields of torch workloads -> (metric, divisor)
 _RESULT_FIGURES = (
     ('tokens_per_s', 'xuanwu_workload_tokens_per_second', 1),
-    ('step_time_ms_median', 'xuanwu_workload_step_time_median_seconds', 0.001),
+    ('step_time_ms_median', 'xuanwu_workload_step_time_median_seconds', 1000),
     ('gpu_mem_growth_pct', 'xuanwu_workload_gpu_memory_growth_percent', 1),
     ('rss_growth_pct', 'xuanwu_workload_rss_growth_percent', 1),
 )
@@ -173,9 +173,9 @@ def _workloads(metrics, host, runs):
         metrics.add('xuanwu_workload_timed_out', labels, run.get('timed_out'))
         result = run.get('result') if isinstance(run.get('result'), dict) else {}
         metrics.add('xuanwu_workload_ok', labels, result.get('ok'))
-        for field, metric, scale in _RESULT_FIGURES:
+        for field, metric, divisor in _RESULT_FIGURES:
             value = _number(result.get(field))
-            metrics.add(metric, labels, value * scale if value is not None and not isinstance(value, bool) else None)
+            metrics.add(metric, labels, round(value / divisor, 9) if value is not None and divisor != 1 else value)
         collective = {'host': host, 'collective': run.get('component')}
         metrics.add('xuanwu_collective_avg_busbw_gbytes', collective, run.get('avg_busbw_gbps'))
         busbw = run.get('busbw_gbps') if isinstance(run.get('busbw_gbps'), dict) else {}
