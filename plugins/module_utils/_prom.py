@@ -62,6 +62,20 @@ METRICS = (
      ('host', 'collective')),
     ('xuanwu_collective_busbw_gbytes', 'Bus bandwidth of a collective at one message size, GB/s (10^9 bytes/s): '
      'out-of-place, median over the cycles of the run.', ('host', 'collective', 'size_bytes')),
+    ('xuanwu_gpu_dmon_samples', 'Samples nvidia-smi dmon took of a GPU during the run.', ('host', 'gpu')),
+    ('xuanwu_gpu_dmon_load_samples', 'Samples of a GPU under load (sm % at or above the load bound).', ('host', 'gpu')),
+    ('xuanwu_gpu_power_watts', 'GPU power draw over the samples (stat: min, median, max).', ('host', 'gpu', 'stat')),
+    ('xuanwu_gpu_utilization_percent', 'GPU utilisation over the samples (engine: sm, mem; stat: min, median, max).',
+     ('host', 'gpu', 'engine', 'stat')),
+    ('xuanwu_gpu_temperature_celsius', 'GPU temperature over the samples (sensor: gpu, memory; stat: min, median, '
+     'max).', ('host', 'gpu', 'sensor', 'stat')),
+    ('xuanwu_gpu_clock_mhz', 'GPU clocks over the samples (clock: sm, memory; stat: min, median, max).',
+     ('host', 'gpu', 'clock', 'stat')),
+    ('xuanwu_gpu_sm_clock_under_load_min_mhz', 'Lowest SM clock of a GPU while under load.', ('host', 'gpu')),
+    ('xuanwu_gpu_framebuffer_used_mebibytes', 'GPU framebuffer memory in use (dmon fb, MiB; stat: min, median, max, '
+     'first, last).', ('host', 'gpu', 'stat')),
+    ('xuanwu_gpu_violation_max', 'Highest power (pviol, %) and thermal (tviol) violation value of a GPU.',
+     ('host', 'gpu', 'counter')),
 )
 _LABELS = dict((name, labels) for name, _help, labels in METRICS)
 # result fields of torch workloads -> (metric, divisor)
@@ -201,9 +215,45 @@ def _host(metrics, host, entry, run_id):
     _workloads(metrics, host, entry.get('workloads'))
 
 
-def render(report, hosts=None):
+# dmon summary column -> (metric, extra labels)
+_DMON_SERIES = (
+    ('pwr', 'xuanwu_gpu_power_watts', {}),
+    ('sm', 'xuanwu_gpu_utilization_percent', {'engine': 'sm'}),
+    ('mem', 'xuanwu_gpu_utilization_percent', {'engine': 'mem'}),
+    ('gtemp', 'xuanwu_gpu_temperature_celsius', {'sensor': 'gpu'}),
+    ('mtemp', 'xuanwu_gpu_temperature_celsius', {'sensor': 'memory'}),
+    ('pclk', 'xuanwu_gpu_clock_mhz', {'clock': 'sm'}),
+    ('mclk', 'xuanwu_gpu_clock_mhz', {'clock': 'memory'}),
+    ('fb', 'xuanwu_gpu_framebuffer_used_mebibytes', {}),
+)
+
+
+def _dmon(metrics, host, summary):
+    gpus = summary.get('gpus') if isinstance(summary, dict) and isinstance(summary.get('gpus'), dict) else {}
+    for gpu, entry in gpus.items():
+        if not isinstance(entry, dict):
+            continue
+        labels = {'host': host, 'gpu': gpu}
+        metrics.add('xuanwu_gpu_dmon_samples', labels, entry.get('samples'))
+        series = entry.get('series') if isinstance(entry.get('series'), dict) else {}
+        for column, metric, extra in _DMON_SERIES:
+            stats = series.get(column) if isinstance(series.get(column), dict) else {}
+            for stat in ('min', 'median', 'max'):
+                metrics.add(metric, dict(labels, stat=stat, **extra), stats.get(stat))
+        metrics.add('xuanwu_gpu_framebuffer_used_mebibytes', dict(labels, stat='first'), entry.get('fb_first'))
+        metrics.add('xuanwu_gpu_framebuffer_used_mebibytes', dict(labels, stat='last'), entry.get('fb_last'))
+        for counter in ('pviol', 'tviol'):
+            stats = series.get(counter) if isinstance(series.get(counter), dict) else {}
+            metrics.add('xuanwu_gpu_violation_max', dict(labels, counter=counter), stats.get('max'))
+        load = entry.get('load') if isinstance(entry.get('load'), dict) else {}
+        metrics.add('xuanwu_gpu_dmon_load_samples', labels, load.get('samples'))
+        metrics.add('xuanwu_gpu_sm_clock_under_load_min_mhz', labels, load.get('pclk_min'))
+
+
+def render(report, hosts=None, dmon=None):
     """The text exposition of ``report`` (a report.json dict); ``hosts``: only these hosts' metrics (the run's
-    metrics always). Raises ValueError when ``report`` is not a report."""
+    metrics always); ``dmon``: ``{host: _dmon_checks.summarise(...)}``, the GPU figures sampled during the run.
+    Raises ValueError when ``report`` is not a report."""
     if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
         raise ValueError('not a run report (a mapping with hosts): %s' % type(report).__name__)
     metrics = _Metrics()
@@ -212,6 +262,9 @@ def render(report, hosts=None):
         entry = report['hosts'][host]
         if isinstance(entry, dict) and (hosts is None or host in hosts):
             _host(metrics, host, entry, report.get('run_id'))
+    for host, summary in sorted((dmon or {}).items()):
+        if hosts is None or host in hosts:
+            _dmon(metrics, host, summary)
     return metrics.text()
 
 

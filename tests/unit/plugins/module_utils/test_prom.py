@@ -8,6 +8,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _prom
+from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import summarise
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..'))
@@ -183,3 +185,35 @@ def test_write_atomic_keeps_the_old_file_on_failure(tmp_path):
         _prom.write_atomic(str(tmp_path / 'folder.prom'), 'new\n')
     assert path.read_text() == 'old\n'
     assert sorted(os.listdir(str(tmp_path))) == ['folder.prom', 'xuanwu.prom']
+
+
+def _dmon_summary(name):
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'dmon', name)) as handle:
+        return summarise(parse_dmon(handle.read()))
+
+
+def test_dmon_figures():
+    dmon = {'gpu-host': _dmon_summary('h200x2_dmon_busy-derived-throttle-gpu1.txt')}
+    samples = _samples(_prom.render(_report(), dmon=dmon))
+    gpu1 = {'host': 'gpu-host', 'gpu': 'gpu1'}
+    assert _one(samples, 'xuanwu_gpu_dmon_samples', **gpu1) == 15
+    assert _one(samples, 'xuanwu_gpu_dmon_load_samples', **gpu1) == 14
+    assert _one(samples, 'xuanwu_gpu_sm_clock_under_load_min_mhz', **gpu1) == 1410
+    assert _one(samples, 'xuanwu_gpu_sm_clock_under_load_min_mhz', host='gpu-host', gpu='gpu0') == 1980
+    assert _one(samples, 'xuanwu_gpu_violation_max', counter='pviol', **gpu1) == 38
+    assert _one(samples, 'xuanwu_gpu_power_watts', stat='max', **gpu1) == 291
+    assert _one(samples, 'xuanwu_gpu_utilization_percent', engine='sm', stat='median', **gpu1) == 96
+    assert _one(samples, 'xuanwu_gpu_temperature_celsius', sensor='memory', stat='max', **gpu1) == 45
+    assert _one(samples, 'xuanwu_gpu_clock_mhz', clock='memory', stat='min', **gpu1) == 3201
+    assert _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='first', **gpu1) == 1643
+    assert _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='last', **gpu1) == 2483
+    assert len(samples['xuanwu_gpu_dmon_samples']) == 2
+
+
+def test_dmon_columns_not_printed_have_no_sample():
+    dmon = {'gpu-host': _dmon_summary('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt')}
+    samples = _samples(_prom.render(_report(), dmon=dmon, hosts=['gpu-host']))
+    assert 'xuanwu_gpu_framebuffer_used_mebibytes' not in samples and 'xuanwu_gpu_violation_max' not in samples
+    assert not any(dict(k)['sensor'] == 'memory' for k in samples['xuanwu_gpu_temperature_celsius'])
+    assert _one(samples, 'xuanwu_gpu_clock_mhz', host='gpu-host', gpu='gpu0', clock='sm', stat='min') == 582
+    assert 'xuanwu_gpu_dmon_samples' not in _samples(_prom.render(_report(), dmon=dmon, hosts=['other']))
