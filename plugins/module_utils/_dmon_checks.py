@@ -5,7 +5,8 @@
 
 :func:`summarise` turns :func:`_parse_dmon.parse_dmon`'s result into a small per-GPU summary (min, median
 and max of each figure, the samples under load); :func:`findings` compares a summary with bounds
-(``DEFAULT_BOUNDS``, later the profile's) and returns findings in the one shape of ``_findings``:
+(``DEFAULT_BOUNDS``; the profile's ``monitoring`` section, validated by ``_profile``, has the same keys and
+defaults) and returns findings in the one shape of ``_findings``:
 
 * ``dmon.throttle``: under load (sm % at or above ``load_sm_pct``) the SM clock fell below
   ``clock_min_fraction`` of the reference clock (``sm_clock_mhz``, else the highest SM clock any GPU of
@@ -15,6 +16,9 @@ and max of each figure, the samples under load); :func:`findings` compares a sum
   ``fb_growth_max_mb`` from the first to the last;
 * ``dmon.not_measured``: a check whose column was not in the output, or whose GPU had too few samples
   under load (never a pass); ``dmon.unparsable``: a line of a GPU's samples that could not be read.
+
+The check ids are in ``CHECKS``, not yet in ``_catalogue``: they join it (and the report's stage areas, so
+that a run without dmon samples does not list them as passed) when a playbook runs the sampling.
 
 Pure: no I/O, no Ansible imports.
 """

@@ -408,6 +408,30 @@ SCHEMA = {
                                'description': 'The nccl-tests collective each pair runs.'},
             },
         },
+        'monitoring': {
+            'type': 'dict', 'description': 'Bounds for the GPU samples nvidia-smi dmon takes during the workloads '
+                                           '(dmon.* checks, docs/metrics.md). Absent: the defaults below.',
+            'keys': {
+                'load_sm_pct': {'type': 'float', 'default': 80, 'min': 0, 'max': 100,
+                                'description': 'A sample is under load when its sm % is at least this.'},
+                'min_load_samples': {'type': 'int', 'default': 3, 'min': 1,
+                                     'description': 'Fewer samples under load: throttling and memory growth are not measured.'},
+                'clock_min_fraction': {'type': 'float', 'default': 0.9, 'min': 0.01, 'max': 1,
+                                       'description': 'Under load the SM clock must stay at or above this share of the '
+                                                      'reference clock.'},
+                'sm_clock_mhz': {'type': 'float', 'min': 1,
+                                 'description': 'The reference SM clock, MHz. Absent: the highest SM clock any GPU of the '
+                                                'run reached.'},
+                'violation_max_pct': {'type': 'float', 'default': 0, 'min': 0,
+                                      'description': 'Throttling above this power (pviol) or thermal (tviol) violation value.'},
+                'gtemp_max_c': {'type': 'float', 'min': 0, 'description': 'GPU temperature bound, C. Absent: not checked.'},
+                'mtemp_max_c': {'type': 'float', 'min': 0,
+                                'description': 'GPU memory (HBM) temperature bound, C. Absent: not checked.'},
+                'fb_growth_max_mb': {'type': 'float', 'default': 1024, 'min': 0,
+                                     'description': 'Framebuffer memory rising in every sample under load by more than '
+                                                    'this, MiB, is a leak.'},
+            },
+        },
         'workloads': {
             'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, soak).',
             'keys': {

@@ -8,6 +8,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import FIELDS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import validate_profile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DMON = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures', 'dmon'))
@@ -161,3 +162,24 @@ def test_load_bound_must_match_the_summary():
 def test_summarise_needs_a_parse_result():
     with pytest.raises(ValueError):
         dmon.summarise('text')
+
+
+def test_profile_monitoring_section_is_the_bounds():
+    """The profile's monitoring section (validated) has the keys and defaults of DEFAULT_BOUNDS and feeds findings."""
+    validated = validate_profile({'schema_version': 1, 'name': 'p', 'monitoring': {'gtemp_max_c': 85}})['monitoring']
+    assert validated == dict(dmon.DEFAULT_BOUNDS, gtemp_max_c=85)
+    found = dmon.findings(_summary('h200x2_dmon_busy-derived-hot-gpu0.txt'), validated, host='h')
+    assert [(f['check'], f['measured']) for f in found] == [('dmon.temperature', 'gtemp max 89 C')]
+    assert validate_profile({'schema_version': 1, 'name': 'p'})['monitoring'] is None
+    assert dmon.findings(_summary('h200x2_dmon_busy.txt'), None, host='h') == []
+
+
+@pytest.mark.parametrize('section,message', [
+    ({'clock_min_fraction': 2}, 'monitoring.clock_min_fraction: must be at most 1'),
+    ({'gtemp': 80}, "did you mean 'gtemp_max_c'"),
+    ({'min_load_samples': 0}, 'monitoring.min_load_samples: must be at least 1'),
+])
+def test_profile_monitoring_section_errors(section, message):
+    with pytest.raises(ProfileError) as err:
+        validate_profile({'schema_version': 1, 'name': 'p', 'monitoring': section})
+    assert message in str(err.value)
