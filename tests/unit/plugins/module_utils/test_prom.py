@@ -7,7 +7,7 @@ import stat
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _prom
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _prom
 from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import summarise
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
@@ -217,3 +217,17 @@ def test_dmon_columns_not_printed_have_no_sample():
     assert not any(dict(k)['sensor'] == 'memory' for k in samples['xuanwu_gpu_temperature_celsius'])
     assert _one(samples, 'xuanwu_gpu_clock_mhz', host='gpu-host', gpu='gpu0', clock='sm', stat='min') == 582
     assert 'xuanwu_gpu_dmon_samples' not in _samples(_prom.render(_report(), dmon=dmon, hosts=['other']))
+
+
+def test_docs_list_every_metric_check_and_bound():
+    with open(os.path.join(ROOT, 'docs', 'metrics.md')) as handle:
+        doc = handle.read()
+
+    for name, _help, labels in _prom.METRICS:
+        row = [line for line in doc.splitlines() if line.startswith('| `%s` |' % name)]
+        assert len(row) == 1, name
+        assert all('`%s`' % label in row[0] for label in labels), (name, labels)
+    for check in _dmon_checks.CHECKS:
+        assert '| `%s` | %s |' % (check, _dmon_checks.CHECKS[check]['default_severity']) in doc, check
+    for key in _dmon_checks.DEFAULT_BOUNDS:
+        assert '`%s`' % key in doc, key
