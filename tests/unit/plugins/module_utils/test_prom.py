@@ -222,7 +222,6 @@ def test_dmon_columns_not_printed_have_no_sample():
 def test_docs_list_every_metric_check_and_bound():
     with open(os.path.join(ROOT, 'docs', 'metrics.md')) as handle:
         doc = handle.read()
-
     for name, _help, labels in _prom.METRICS:
         row = [line for line in doc.splitlines() if line.startswith('| `%s` |' % name)]
         assert len(row) == 1, name
