@@ -5,6 +5,8 @@ import os
 import stat
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _prom
@@ -101,6 +103,19 @@ def test_label_values_are_escaped(value):
     expected = value.replace(u'\udc80', u'\ufffd')
     assert _one(samples, 'xuanwu_host_status', host=expected, run_id=RUN) == 1
     assert _one(samples, 'xuanwu_check_outcome', host=expected, check='facts.not_measured', component=expected) == 1
+
+
+@settings()
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_any_label_value_reads_back(host, component):
+    """Whatever a host or component is called, Prometheus reads back the same value (lone surrogates: U+FFFD)."""
+    report = _report()
+    entry = report['hosts'].pop('gpu-host')
+    entry['findings'][0]['component'] = component
+    report['hosts'][host] = entry
+    samples = _samples(_prom.render(report))
+    clean = [''.join(u'\ufffd' if u'\ud800' <= c <= u'\udfff' else c for c in value) for value in (host, component)]
+    assert _one(samples, 'xuanwu_check_outcome', host=clean[0], check='facts.not_measured', component=clean[1]) == 1
 
 
 def test_escape_label_value():
