@@ -25,7 +25,7 @@ import time
 
 _NAME_RE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*$')
 _LABEL_RE = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*$')
-_SURROGATE_RE = re.compile(u'[\ud800-\udfff]')
+_SURROGATE_RE = re.compile('[\ud800-\udfff]')
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 
 # Host and run status as a number: higher is worse; a status this table does not know is an error.
@@ -90,7 +90,7 @@ _RESULT_FIGURES = (
 def escape_label_value(value):
     """A label value as the text format writes it: ``\\`` -> ``\\\\``, ``"`` -> ``\\"``, newline -> ``\\n``;
     text that is not valid Unicode (a lone surrogate) becomes U+FFFD."""
-    text = _SURROGATE_RE.sub(u'\ufffd', value if isinstance(value, str) else str(value))
+    text = _SURROGATE_RE.sub('\ufffd', value if isinstance(value, str) else str(value))
     return text.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
 
 

@@ -89,7 +89,7 @@ def test_help_and_type_once_per_metric_and_every_name_valid():
     assert _prom.valid_names()
 
 
-HOSTILE = ['a"b', 'back\\slash', 'new\nline', 'end\\', '\\n literal', 'quote at end"', u'lone \udc80 surrogate',
+HOSTILE = ['a"b', 'back\\slash', 'new\nline', 'end\\', '\\n literal', 'quote at end"', 'lone \udc80 surrogate',
            'tab\tand \u00e9', '}{ ,=']
 
 
@@ -100,7 +100,7 @@ def test_label_values_are_escaped(value):
     entry['findings'][0]['component'] = value
     report['hosts'][value] = entry
     samples = _samples(_prom.render(report))
-    expected = value.replace(u'\udc80', u'\ufffd')
+    expected = value.replace('\udc80', '\ufffd')
     assert _one(samples, 'xuanwu_host_status', host=expected, run_id=RUN) == 1
     assert _one(samples, 'xuanwu_check_outcome', host=expected, check='facts.not_measured', component=expected) == 1
 
@@ -114,7 +114,7 @@ def test_any_label_value_reads_back(host, component):
     entry['findings'][0]['component'] = component
     report['hosts'][host] = entry
     samples = _samples(_prom.render(report))
-    clean = [''.join(u'\ufffd' if u'\ud800' <= c <= u'\udfff' else c for c in value) for value in (host, component)]
+    clean = [''.join('\ufffd' if '\ud800' <= c <= '\udfff' else c for c in value) for value in (host, component)]
     assert _one(samples, 'xuanwu_check_outcome', host=clean[0], check='facts.not_measured', component=clean[1]) == 1
 
 
