@@ -172,8 +172,8 @@ def _run(metrics, report):
         metrics.add('xuanwu_run_duration_seconds', {'run_id': run_id}, finished - started)
     if result is not None:
         metrics.add('xuanwu_run_result', {'run_id': run_id}, STATUS_CODES.get(result, STATUS_CODES['fail']))
-    status = summary.get('status') if isinstance(summary.get('status'), dict) else {}
-    for name in sorted(STATUS_CODES):
+    status = summary.get('status')
+    for name in sorted(STATUS_CODES) if isinstance(status, dict) else []:
         metrics.add('xuanwu_run_hosts', {'run_id': run_id, 'status': name}, status.get(name, 0))
 
 

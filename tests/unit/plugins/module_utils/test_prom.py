@@ -165,11 +165,14 @@ def test_only_some_hosts():
     assert 'xuanwu_run_info' in one
 
 
-def test_missing_times_leave_the_sample_out():
+def test_missing_figures_leave_the_sample_out():
     report = _report()
     report['finished_at'] = 'yesterday'
+    del report['summary']
     samples = _samples(_prom.render(report))
     assert 'xuanwu_run_timestamp_seconds' not in samples and 'xuanwu_run_duration_seconds' not in samples
+    assert 'xuanwu_run_hosts' not in samples and 'xuanwu_run_result' not in samples
+    assert _one(samples, 'xuanwu_host_status', host='gpu-host', run_id=RUN) == 1
 
 
 @pytest.mark.parametrize('value', [None, [], 'report', {'run_id': 'x'}, {'hosts': []}])
