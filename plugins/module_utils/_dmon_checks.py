@@ -27,6 +27,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import _median
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ProfileError
@@ -140,8 +142,8 @@ def summarise(parsed, load_sm_pct=DEFAULT_BOUNDS['load_sm_pct']):
 def _bound(value, key):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise ProfileError('dmon bounds', key, 'must be a number >= 0, got %r' % (value,))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ProfileError('dmon bounds', key, 'must be a finite number >= 0, got %r' % (value,))
     if key in _FRACTIONS and not 0 < value <= 1:
         raise ProfileError('dmon bounds', key, 'must be a fraction in (0, 1], got %r' % (value,))
     return value

@@ -141,9 +141,11 @@ def test_unparsable_lines_are_findings():
 @pytest.mark.parametrize('bounds,message', [
     ({'gtemp_max': 80}, "dmon bounds: gtemp_max: unknown key"),
     ({'clock_min_fraction': 1.5}, 'clock_min_fraction: must be a fraction in (0, 1], got 1.5'),
-    ({'gtemp_max_c': 'hot'}, "gtemp_max_c: must be a number >= 0, got 'hot'"),
-    ({'fb_growth_max_mb': -1}, 'fb_growth_max_mb: must be a number >= 0, got -1'),
-    ({'load_sm_pct': True}, 'load_sm_pct: must be a number >= 0, got True'),
+    ({'gtemp_max_c': 'hot'}, "gtemp_max_c: must be a finite number >= 0, got 'hot'"),
+    ({'fb_growth_max_mb': -1}, 'fb_growth_max_mb: must be a finite number >= 0, got -1'),
+    ({'load_sm_pct': True}, 'load_sm_pct: must be a finite number >= 0, got True'),
+    ({'sm_clock_mhz': float('nan')}, 'sm_clock_mhz: must be a finite number >= 0, got nan'),
+    ({'gtemp_max_c': float('inf')}, 'gtemp_max_c: must be a finite number >= 0, got inf'),
     (['a'], 'dmon bounds: must be a mapping, got list'),
 ])
 def test_bad_bounds_are_profile_errors(bounds, message):
