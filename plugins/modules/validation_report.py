@@ -65,7 +65,7 @@ options:
     description:
       - Also write the run's metrics (the run's folder always has them as C(xuanwu.prom), C(docs/metrics.md)) as
         C(xuanwu.prom) in this folder, for a node_exporter textfile collector on the controller, atomically (a temporary
-        file in the folder, renamed over the old one) and mode 0644. Empty string: not written.
+        file in the folder, renamed over the old one) and mode 0644. An empty string writes none.
       - A folder that cannot be written fails the task, after the report is written.
     type: str
     default: ''
