@@ -3,9 +3,7 @@ report.json and exported as Prometheus textfile metrics on the controller and on
 doubles: nccl-tests print a real 4x H200 capture, nvidia-smi dmon prints a 2x H200 capture (real, or a derived
 fault: tests/fixtures/dmon/README.md) and runs until it is stopped; any other nvidia-smi call is 'not found', as
 on the test host."""
-import json
 import os
-import sys
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families

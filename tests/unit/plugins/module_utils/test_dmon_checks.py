@@ -50,6 +50,11 @@ CASES = [
     # mtemp printed as "-" (no sensor): requested, so not measured
     ('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt', dict(TEMPS, min_load_samples=0), {'gpu0': [
         LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+    # a real validate.yml run on a 1x H200 host (idle, nccl-tests, torch): healthy under load, fb within the bound;
+    # a bound under its 46 C is crossed
+    ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', TEMPS, {}),
+    ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', dict(TEMPS, gtemp_max_c=45), {'gpu0': [
+        ('dmon.temperature', 'fail', 'gtemp <= 45 C')]}),
     # a profile clock: a GPU that ran below it the whole time
     ('h200x2_dmon_busy.txt', {'sm_clock_mhz': 2400}, dict((gpu, [(
         'dmon.throttle', 'fail', 'pclk >= 2160 MHz (0.9 x 2400 MHz, sm_clock_mhz), pviol/tviol <= 0')])
@@ -196,7 +201,7 @@ def _run_of(name, **extra):
 
 def test_judge_run_throttle_names_the_workload_and_keeps_sparklines():
     found, entry = dmon.judge_run(_run_of('h200x2_dmon_busy-derived-throttle-gpu1.txt'), host='n1',
-                                          workload='all_reduce_perf')
+                                  workload='all_reduce_perf')
     assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.throttle', 'gpu1', 'fail')]
     assert found[0]['message'].startswith('during all_reduce_perf: gpu1 throttled under load')
     assert entry['command'] == 'nvidia-smi dmon -s pucvmet -d 1' and entry['interval_s'] == 1
@@ -231,7 +236,7 @@ def test_judge_run_without_samples(run, reason):
 
 def test_judge_run_output_that_is_not_dmon_is_unparsable():
     found, entry = dmon.judge_run({'command': 'c', 'stdout': 'Failed to initialize NVML: Driver/library version mismatch\n'},
-                                          host='n1', workload='w')
+                                  host='n1', workload='w')
     assert [(f['check'], f['component']) for f in found] == [('dmon.unparsable', 'dmon')]
     assert 'Driver/library version mismatch' in found[0]['measured'] and entry['unparsable']
 

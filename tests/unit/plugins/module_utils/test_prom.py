@@ -11,7 +11,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _prom
 from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import judge_run
-from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..'))
