@@ -45,11 +45,14 @@ CASES = [
         ('gpu%d' % i, [LOAD_NOT_MEASURED]) for i in range(4))),
     # -s mutc: no p (power, temperatures) and no v (violations) columns
     ('public_dmon_-i_0_-s_mutc_-o_TD.txt', TEMPS, {'gpu0': [
-        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'gtemp (dmon.temperature)'),
+        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'dbecc (dmon.ecc)'), ('dmon.not_measured', 'warn', 'gtemp (dmon.temperature)'),
         ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
-    # mtemp printed as "-" (no sensor): requested, so not measured
+    # mtemp, sbecc and dbecc printed as "-" (no sensor, ECC off): requested, so not measured
     ('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt', dict(TEMPS, min_load_samples=0), {'gpu0': [
-        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'dbecc (dmon.ecc)'), ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+    # ECC: two double-bit errors on GPU1 under load fail; single-bit ones are counted, checked once bounded
+    ('h200x2_dmon_busy-derived-dbecc-gpu1.txt', TEMPS, {'gpu1': [('dmon.ecc', 'fail', 'dbecc <= 0')]}),
+    ('h200x2_dmon_busy-derived-dbecc-gpu1.txt', dict(TEMPS, dbecc_max=2, sbecc_max=0), {}),
     # a real validate.yml run on a 1x H200 host (idle, nccl-tests, torch): healthy under load, fb within the bound;
     # a bound under its 46 C is crossed
     ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', TEMPS, {}),
@@ -119,14 +122,14 @@ def test_memory_that_falls_once_is_not_growth():
     summary = _text_summary('# gpu  sm  fb\n# Idx   %  MB\n' + rows)
     assert summary['gpus']['gpu0']['load']['fb_rising'] is False
     assert [f['check'] for f in dmon.findings(summary, {'min_load_samples': 1}, host='h')] == [
-        'dmon.not_measured', 'dmon.not_measured']        # no pclk and no violation counters printed
+        'dmon.not_measured'] * 3        # no pclk, no violation counters and no ECC counts printed
 
 
 def test_no_sm_column_is_not_measured():
     summary = _text_summary('# gpu  pwr  fb\n# Idx    W  MB\n 0  300  100\n')
     found = dmon.findings(summary, None, host='h')
     assert [(f['check'], f['component'], f['expected']) for f in found] == [
-        ('dmon.not_measured', 'gpu0', 'sm % (dmon.throttle)')]
+        ('dmon.not_measured', 'gpu0', 'sm % (dmon.throttle)'), ('dmon.not_measured', 'gpu0', 'dbecc (dmon.ecc)')]
 
 
 def test_no_samples_is_not_measured():

@@ -231,6 +231,13 @@ def test_dmon_figures():
     assert _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='first', **gpu1) == 1643
     assert _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='last', **gpu1) == 2483
     assert len(samples['xuanwu_gpu_dmon_samples']) == 2
+    assert _one(samples, 'xuanwu_gpu_ecc_errors', counter='dbecc', **gpu1) == 0
+
+
+def test_dmon_ecc_errors_are_summed():
+    samples = _samples(_prom.render(_dmon_report('h200x2_dmon_busy-derived-dbecc-gpu1.txt')))
+    assert _one(samples, 'xuanwu_gpu_ecc_errors', host='gpu-host', component='all_reduce_perf', gpu='gpu1', counter='dbecc') == 2
+    assert _one(samples, 'xuanwu_gpu_ecc_errors', host='gpu-host', component='all_reduce_perf', gpu='gpu0', counter='dbecc') == 0
 
 
 def test_dmon_columns_not_printed_have_no_sample():
