@@ -5,7 +5,7 @@
 floor ``curve`` (the h200x2-nvlink profile's), the torch all-reduce judged on the all_reduce curve, and the
 ``dmon`` summaries of real ``nvidia-smi dmon -s pucvmet`` captures (tests/fixtures/dmon/) through
 ``_dmon_checks.summarise``, with the samples as ``values``. :func:`fleet_report` copies its host ``n`` times;
-some copies are derived faults (busbw 6 % lower from 1 GiB up, a throttled GPU), said in the host's name.
+some copies are derived faults (all_reduce busbw 6 % lower from 1 GiB up, a throttled GPU), said in the host's name.
 """
 import copy
 import json
@@ -13,7 +13,7 @@ import os
 
 import yaml
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _dmon_checks, _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import normalise_collective
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
@@ -68,20 +68,15 @@ def real_report():
 
 
 def _slower(entry, host):
-    """Derived fault: busbw 6 % lower from 1 GiB up in every nccl-tests run, with the floor findings it gives."""
-    found = []
+    """Derived fault: all_reduce busbw 6 % lower from 1 GiB up, with the findings the collectives check gives."""
     for run in entry['workloads']:
-        if run['kind'] != 'nccl_tests':
-            continue
-        for size in run['busbw_gbps']:
-            if int(size) >= 1 << 30:
-                run['busbw_gbps'][size] = round(run['busbw_gbps'][size] * 0.94, 2)
-                floor = [p['busbw_gbps_min'] for p in run['curve'] if p['min_bytes'] <= int(size)][-1]
-                if run['busbw_gbps'][size] < floor:
-                    found.append({'host': host, 'check': 'collectives.busbw_low', 'component': '%s %s' % (run['component'], size),
-                                  'severity': 'fail', 'measured': run['busbw_gbps'][size], 'expected': {'min': floor},
-                                  'message': 'bus bandwidth under the profile floor', 'remediation': 'check the NVLink links'})
-    return found
+        if run['component'] == 'all_reduce_perf':
+            for size in run['busbw_gbps']:
+                if int(size) >= 1 << 30:
+                    run['busbw_gbps'][size] = round(run['busbw_gbps'][size] * 0.94, 2)
+            rows = [{'size_bytes': int(s), 'out_of_place': {'busbw_gbps': v}} for s, v in run['busbw_gbps'].items()]
+            return _collectives._curve_findings({'rows': rows}, run['curve'], host, run['component'], 0)
+    return []
 
 
 def _throttled(entry, host):

@@ -25,10 +25,13 @@ STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
 _CONTROL = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]')
 _SURROGATE = re.compile('[\ud800-\udfff]')
 _NON_FINITE = {'nan': 'NaN', 'inf': 'Infinity', '-inf': '-Infinity'}
+_PLAIN = (int, bool)    # exact types that _scrub returns as they are
 
 
 def _clean_text(text, controls=True):
     """``text`` without lone surrogates (replaced by U+FFFD) and, with ``controls``, without control characters."""
+    if text.isascii() and (text.isprintable() or not controls):
+        return text     # the common case, without the regular expressions (report.html of 1,000 hosts: bench/report_html.py)
     text = _SURROGATE.sub('\ufffd', text)
     return _CONTROL.sub('', text) if controls else text
 
@@ -36,13 +39,17 @@ def _clean_text(text, controls=True):
 def _scrub(value, controls=True):
     """A copy of report data that every format can hold: strings cleaned by ``_clean_text`` (keys too),
     non-finite floats written as the strings ``NaN``, ``Infinity`` and ``-Infinity``."""
+    if value is None or type(value) in _PLAIN:
+        return value
     if isinstance(value, str):
         return _clean_text(value, controls)
-    if isinstance(value, float) and not math.isfinite(value):
-        return _NON_FINITE[repr(value)]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NON_FINITE[repr(value)]
     if isinstance(value, dict):
         return dict((_scrub(k, controls) if isinstance(k, str) else k, _scrub(v, controls)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _PLAIN for v in value):
+            return list(value)      # a series of integers (dmon samples)
         return [_scrub(v, controls) for v in value]
     return value
 
@@ -369,7 +376,7 @@ _CSS = ('body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1
         '.plots{display:flex;flex-wrap:wrap;gap:8px 16px}figure{margin:0}figcaption{font-size:13px;font-weight:bold}'
         'svg text{fill:#333;font-family:inherit}svg.spark{vertical-align:middle;margin-right:6px}'
         '.stats{font-size:12px;color:#444;white-space:nowrap}.not-measured{color:#8e44ad;font-weight:bold}'
-        '.note{color:#555;font-size:13px}')
+        '.note{color:#555;font-size:13px}table.findings td:nth-child(6){min-width:14em}table.findings td:nth-child(7){min-width:18em}')
 
 
 def _worst_text(entry):
@@ -443,11 +450,16 @@ def _host_html(host, entry, e, open_, plots):
     if entry.get('error'):
         out.append('<p><b>Not probed:</b> %s</p>' % e(entry['error']))
     if entry['findings']:
-        out.append('<table><tr><th>severity</th><th>check</th><th>component</th><th>measured</th><th>expected</th><th>what to do</th></tr>')
+        out.append('<table class="findings"><tr><th>severity</th><th>check</th><th>component</th><th>measured</th><th>expected</th>'
+                   '<th>finding</th><th>what to do</th></tr>')
+        previous = None
         for f in entry['findings']:
-            out.append('<tr><td class="%s">%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+            remediation = _fmt(f.get('remediation'))
+            out.append('<tr><td class="%s">%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>%s</tr>' % (
                 e(f['severity']), e(f['severity']), e(f['check']), e(_fmt(f['component'])), e(_fmt(f.get('measured'))),
-                e(_fmt(f.get('expected'))), e(_fmt(f.get('remediation')))))
+                e(_fmt(f.get('expected'))), e(_fmt(f.get('message'))),
+                '<td class="note">as above</td>' if remediation == previous else '<td>%s</td>' % e(remediation)))
+            previous = remediation
         out.append('</table>')
     else:
         out.append('<p>%s</p>' % e(_no_findings(entry)))

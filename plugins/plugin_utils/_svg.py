@@ -19,7 +19,7 @@ import math
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import human_bytes
 
 # plot geometry: the plot area inside the margins
-WIDTH, HEIGHT = 560, 260
+WIDTH, HEIGHT = 480, 250
 LEFT, RIGHT, TOP, BOTTOM = 60, 16, 14, 46
 COLOURS = {'busbw': '#1f6fb2', 'floor': '#555', 'under': '#c0392b', 'grid': '#e4e4e4', 'axis': '#333'}
 
@@ -39,8 +39,8 @@ def number(value):
 
 
 def num_text(value):
-    """A figure as text: an integral float without its ``.0`` (``busbw_gbps`` values are floats)."""
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """A figure as text: at most two decimals, no trailing zeros (``224.927019`` -> ``224.93``, ``324.0`` -> ``324``)."""
+    return ('%.2f' % value).rstrip('0').rstrip('.')
 
 
 def _c(value):

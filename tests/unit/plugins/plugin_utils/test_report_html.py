@@ -66,7 +66,7 @@ def test_fleet_table_lists_failing_hosts_first_with_failing_checks_and_worst_fin
     assert status == ['fail'] * 4 + ['error'] + ['warn'] * 2, parser.rows
     assert names == ['gpu0001-slow', 'gpu0002-throttled', 'gpu0004-slow', 'gpu0005-throttled', 'gpu9999-down', 'gpu0000', 'gpu0003']
     slow, throttled, down, ok = parser.rows[0], parser.rows[1], parser.rows[4], parser.rows[5]
-    assert slow[2] == '1' and slow[4].startswith('collectives.busbw_low all_gather_perf 1073741824: measured 255.13')
+    assert slow[2] == '1' and slow[4] == 'collectives.busbw_low all_reduce_perf: measured 322.48, expected 336.3'
     assert throttled[2] == '1' and throttled[4].startswith('dmon.throttle gpu1: measured pclk 1410 MHz')
     assert down[4] == 'not probed: ssh: connection refused'
     assert ok[2] == '0' and ok[4].startswith('facts.not_measured ports')
@@ -100,8 +100,9 @@ def test_a_busbw_plot_per_collective_and_torch_allreduce_against_the_floor(fleet
         expected = set(s for s, v in run['busbw_gbps'].items()
                        if [f for m, f in sorted(floor.items()) if m <= int(s)] and v < [f for m, f in sorted(floor.items()) if m <= int(s)][-1])
         assert under == expected
-    # the slower host has points under the floor from 1 GiB up in each nccl-tests plot
-    assert all(any(c.get('class') == 'under' for c in p.iter('{http://www.w3.org/2000/svg}circle')) for p in plots[:5])
+    # the slower all_reduce has its points from 1 GiB up under the floor, the other collectives none
+    assert [sorted(int(c.get('data-bytes')) for c in p.iter('{http://www.w3.org/2000/svg}circle') if c.get('class') == 'under')
+            for p in plots] == [[1 << 30, 2 << 30, 4 << 30, 8 << 30], [], [], [], [], []]
     assert len(_svgs(page, 'plot')) == 6 * len(runs)
 
 
