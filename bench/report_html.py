@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """report.html at fleet sizes: render time and page size (docs/report-format.md, bench/README.md).
 
     .venv/bin/python bench/report_html.py [--hosts 10,100,1000] [--rounds 3]
@@ -9,6 +10,7 @@ host count, the median and the spread of ``render_html``'s wall time over the ro
 size of report.md for comparison.
 """
 import argparse
+import importlib
 import os
 import statistics
 import sys
@@ -16,10 +18,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
-import conftest  # noqa: E402,F401  (makes the collection importable)
-import report_data  # noqa: E402
-
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report  # noqa: E402
+importlib.import_module('conftest')     # makes the collection importable as ansible_collections.xuanwu.cluster
+report_data = importlib.import_module('report_data')
+_report = importlib.import_module('ansible_collections.xuanwu.cluster.plugins.plugin_utils._report')
 
 
 def main():

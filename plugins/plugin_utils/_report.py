@@ -278,8 +278,9 @@ def _md_dmon(runs):
     rows = []
     for run in runs:
         for gpu, entry in _dmon_gpus(run):
-            rows.append('| %s | %s | %s | %s |' % (_md(run.get('component') or run.get('kind')), _md(gpu), _md(entry.get('samples')),
-                                                 ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS)))
+            rows.append('| %s | %s | %s | %s |' % (
+                _md(run.get('component') or run.get('kind')), _md(gpu), _md(entry.get('samples')),
+                ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS)))
     if not rows:
         return []
     return (['GPU samples (nvidia-smi dmon), min / median / max:', '',
@@ -368,7 +369,8 @@ _CSS = ('body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1
         'h1{font-size:22px;margin:0 0 .4em}h2{font-size:17px;display:inline;margin:0}h3{font-size:15px;margin:1em 0 .4em}'
         'table{border-collapse:collapse;margin:.4em 0 1.2em}'
         'td,th{border:1px solid #d5d5d5;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}'
-        'th{background:#f3f3f3}table.fleet td:first-child,table.fleet td:last-child{white-space:nowrap}td.num{text-align:right}.fail{color:#fff;background:#c0392b}.error{color:#fff;background:#8e44ad}'
+        'th{background:#f3f3f3}table.fleet td:first-child,table.fleet td:last-child{white-space:nowrap}td.num{text-align:right}'
+        '.fail{color:#fff;background:#c0392b}.error{color:#fff;background:#8e44ad}'
         '.warn{background:#f1c40f}.pass{color:#fff;background:#27ae60}.info{background:#d6eaf8}'
         'span.badge{padding:1px 8px;border-radius:4px;font-weight:bold;font-size:12px}code{font-size:12px}'
         'details.host{border:1px solid #ddd;border-radius:6px;margin:.6em 0;padding:.3em .8em}'
@@ -385,8 +387,8 @@ def _worst_text(entry):
         text = 'not probed: %s' % entry['error']
     elif entry['findings']:
         f = entry['findings'][0]
-        text = '%s %s: measured %s, expected %s' % (f.get('check'), _fmt(f.get('component')), _fmt(f.get('measured')),
-                                                     _fmt(f.get('expected')))
+        text = '%s %s: measured %s, expected %s' % (
+            f.get('check'), _fmt(f.get('component')), _fmt(f.get('measured')), _fmt(f.get('expected')))
     elif entry.get('not_judged'):
         text = _no_findings(entry)
     else:

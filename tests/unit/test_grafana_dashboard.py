@@ -100,8 +100,7 @@ def _load():
 def _panels(dashboard):
     for panel in dashboard['panels']:
         yield panel
-        for inner in panel.get('panels') or []:
-            yield inner
+        yield from panel.get('panels') or []
 
 
 def test_dashboard_has_the_prometheus_datasource_and_host_variables():

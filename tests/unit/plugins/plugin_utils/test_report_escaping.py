@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
 
-HOST = '<script>alert(1)</script>|x'
+HOST = '<script>alert(1)</script>|x" onclick="y\' z'
 NASTY = ('bad \x00\x01\x1b[31m red ]]> <b>bold</b> &amp; line1\nline2 | pipe `tick` ``` [link](http://e.x) '
          '\\| *star* \ud800 \ufffe end ' + 'long ' * 2000)
 GPU = '<script>"gpu\' onload="x'
