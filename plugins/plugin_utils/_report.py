@@ -366,7 +366,7 @@ PLOT_HOSTS_MAX = 50
 WORST_TEXT_MAX = 160
 
 _CSS = ('body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em 2em;color:#222;background:#fff}'
-        'h1{font-size:22px;margin:0 0 .4em}h2{font-size:17px;display:inline;margin:0}h3{font-size:15px;margin:1em 0 .4em}'
+        'h1{font-size:22px;margin:0 0 .4em}h2{font-size:17px}summary h2{display:inline;margin:0}h3{font-size:15px;margin:1em 0 .4em}'
         'table{border-collapse:collapse;margin:.4em 0 1.2em}'
         'td,th{border:1px solid #d5d5d5;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}'
         'th{background:#f3f3f3}table.fleet td:first-child,table.fleet td:last-child{white-space:nowrap}td.num{text-align:right}'
