@@ -14,7 +14,7 @@ import re
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _fleet_step
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _fleet_step, _svg
 
 REPORT_SCHEMA_VERSION = 1
 STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
@@ -25,10 +25,13 @@ STATUS_ORDER = ('fail', 'error', 'warn', 'pass')
 _CONTROL = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]')
 _SURROGATE = re.compile('[\ud800-\udfff]')
 _NON_FINITE = {'nan': 'NaN', 'inf': 'Infinity', '-inf': '-Infinity'}
+_PLAIN = (int, bool)    # exact types that _scrub returns as they are
 
 
 def _clean_text(text, controls=True):
     """``text`` without lone surrogates (replaced by U+FFFD) and, with ``controls``, without control characters."""
+    if text.isascii() and (text.isprintable() or not controls):
+        return text     # the common case, without the regular expressions (report.html of 1,000 hosts: bench/report_html.py)
     text = _SURROGATE.sub('\ufffd', text)
     return _CONTROL.sub('', text) if controls else text
 
@@ -36,13 +39,17 @@ def _clean_text(text, controls=True):
 def _scrub(value, controls=True):
     """A copy of report data that every format can hold: strings cleaned by ``_clean_text`` (keys too),
     non-finite floats written as the strings ``NaN``, ``Infinity`` and ``-Infinity``."""
+    if value is None or type(value) in _PLAIN:
+        return value
     if isinstance(value, str):
         return _clean_text(value, controls)
-    if isinstance(value, float) and not math.isfinite(value):
-        return _NON_FINITE[repr(value)]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NON_FINITE[repr(value)]
     if isinstance(value, dict):
         return dict((_scrub(k, controls) if isinstance(k, str) else k, _scrub(v, controls)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _PLAIN for v in value):
+            return list(value)      # a series of integers (dmon samples)
         return [_scrub(v, controls) for v in value]
     return value
 
@@ -206,10 +213,9 @@ def _figures(run):
         parts.append('NOT MEASURED: %s' % run['not_measured'])
     if run.get('not_judged'):
         parts.append('NOT JUDGED: %s' % run['not_judged'])
-    busbw = run.get('busbw_gbps') or {}
-    picks = [s for s in sorted(busbw, key=int) if int(s) in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]
+    picks = [(s, v) for s, v in _svg.sizes_of(run.get('busbw_gbps')) if s in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]
     if picks:
-        parts.append('busbw ' + ', '.join('%s: %s GB/s' % (_size(int(s)), busbw[s]) for s in picks))
+        parts.append('busbw ' + ', '.join('%s: %s GB/s' % (_size(s), _svg.num_text(v)) for s, v in picks))
     if run.get('avg_busbw_gbps') is not None:
         parts.append('avg busbw %s GB/s' % run['avg_busbw_gbps'])
     result = run.get('result') or {}
@@ -221,6 +227,9 @@ def _figures(run):
             value = round(value, 2)
         if value is not None:
             parts.append(label % value)
+    dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}
+    if dmon.get('not_measured'):
+        parts.append('GPU samples NOT MEASURED: %s' % dmon['not_measured'])
     if run.get('timed_out'):
         parts.append('TIMED OUT')
     if run.get('debug_log_tail'):
@@ -235,6 +244,10 @@ def _size(n):
     return '%d B' % n
 
 
+# dmon series shown per GPU in report.md and report.html: (series, heading)
+DMON_COLUMNS = (('pwr', 'power (W)'), ('sm', 'SM (%)'), ('gtemp', 'GPU temp (°C)'), ('fb', 'memory used (MiB)'), ('pclk', 'SM clock (MHz)'))
+
+
 def _md_workloads(runs):
     if not runs:
         return []
@@ -245,11 +258,45 @@ def _md_workloads(runs):
     for run in runs:
         if run.get('not_judged'):
             lines += ['**Not judged:** %s — %s' % (_md(run.get('component')), _md(run['not_judged'])), '']
+    lines += _md_dmon(runs)
     for run in runs:
         if run.get('debug_log_tail'):
             lines += ['<details><summary>%s: NCCL_DEBUG=INFO re-run</summary>' % _md(run.get('component')), ''
                       ] + _md_fence(run['debug_log_tail'][-3000:]) + ['</details>', '']
     return lines
+
+
+def _dmon_gpus(run):
+    """``[(gpu, entry)]`` of a run's dmon summary, in GPU order; [] when it has none."""
+    dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}
+    gpus = dmon.get('gpus') if isinstance(dmon.get('gpus'), dict) else {}
+    return [(g, gpus[g] if isinstance(gpus[g], dict) else {}) for g in sorted(gpus, key=lambda g: (len(str(g)), str(g)))]
+
+
+def _series(entry, column):
+    series = entry.get('series') if isinstance(entry.get('series'), dict) else {}
+    return series.get(column)
+
+
+def _dmon_stats(stats):
+    if not isinstance(stats, dict):
+        return '-'
+    return ' / '.join(_fmt(stats.get(k)) for k in ('min', 'median', 'max'))
+
+
+def _md_dmon(runs):
+    """A table of the GPU samples (min / median / max) of the runs that have them."""
+    rows = []
+    for run in runs:
+        for gpu, entry in _dmon_gpus(run):
+            rows.append('| %s | %s | %s | %s |' % (
+                _md(run.get('component') or run.get('kind')), _md(gpu), _md(entry.get('samples')),
+                ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS)))
+    if not rows:
+        return []
+    return (['GPU samples (nvidia-smi dmon), min / median / max:', '',
+             '| during | GPU | samples | %s |' % ' | '.join(h for _c, h in DMON_COLUMNS), '|---|---|---|' + '---|' * len(DMON_COLUMNS)]
+            + rows + [''])
 
 
 def _no_findings(entry):
@@ -322,59 +369,165 @@ def render_markdown(report):
     return '\n'.join(lines) + '\n'
 
 
-_CSS = ('body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:0 0 2em}'
-        'td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}'
-        'th{background:#f3f3f3}.fail{color:#fff;background:#c0392b}.error{color:#fff;background:#8e44ad}'
+# report.html: the fleet table lists every host; the per-host sections are <details>, open for the hosts that
+# failed when the run has at most OPEN_HOSTS_MAX hosts; plots are drawn for the first PLOT_HOSTS_MAX hosts of
+# the table's order (failing first), the others keep their numbers (tables) so that the page stays small.
+OPEN_HOSTS_MAX = 32
+PLOT_HOSTS_MAX = 50
+WORST_TEXT_MAX = 160
+
+_CSS = ('body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em 2em;color:#222;background:#fff}'
+        'h1{font-size:22px;margin:0 0 .4em}h2{font-size:17px}summary h2{display:inline;margin:0}h3{font-size:15px;margin:1em 0 .4em}'
+        'table{border-collapse:collapse;margin:.4em 0 1.2em}'
+        'td,th{border:1px solid #d5d5d5;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}'
+        'th{background:#f3f3f3}table.fleet td:first-child,table.fleet td:last-child{white-space:nowrap}td.num{text-align:right}'
+        '.fail{color:#fff;background:#c0392b}.error{color:#fff;background:#8e44ad}'
         '.warn{background:#f1c40f}.pass{color:#fff;background:#27ae60}.info{background:#d6eaf8}'
-        'span.badge{padding:2px 8px;border-radius:4px;font-weight:bold}code{font-size:13px}')
+        'span.badge{padding:1px 8px;border-radius:4px;font-weight:bold;font-size:12px}code{font-size:12px}'
+        'details.host{border:1px solid #ddd;border-radius:6px;margin:.6em 0;padding:.3em .8em}'
+        'details.host>summary{cursor:pointer;padding:.3em 0}details.host>summary .worst{color:#555;font-size:13px;margin-left:1em}'
+        '.plots{display:flex;flex-wrap:wrap;gap:8px 16px}figure{margin:0}figcaption{font-size:13px;font-weight:bold}'
+        'svg text{fill:#333;font-family:inherit}svg.spark{vertical-align:middle;margin-right:6px}'
+        '.stats{font-size:12px;color:#444;white-space:nowrap}.not-measured{color:#8e44ad;font-weight:bold}'
+        '.note{color:#555;font-size:13px}table.findings td:nth-child(6){min-width:14em}table.findings td:nth-child(7){min-width:18em}')
+
+
+def _worst_text(entry):
+    """One line of a host's worst finding (or why it was not probed), at most WORST_TEXT_MAX characters."""
+    if entry.get('error'):
+        text = 'not probed: %s' % entry['error']
+    elif entry['findings']:
+        f = entry['findings'][0]
+        text = '%s %s: measured %s, expected %s' % (
+            f.get('check'), _fmt(f.get('component')), _fmt(f.get('measured')), _fmt(f.get('expected')))
+    elif entry.get('not_judged'):
+        text = _no_findings(entry)
+    else:
+        text = ''
+    text = ' '.join(text.split())
+    return text if len(text) <= WORST_TEXT_MAX else text[:WORST_TEXT_MAX - 1] + '…'
+
+
+def fleet_order(hosts):
+    """Host names, failing first (then error, warn, pass, any other status), by name within a status."""
+    rank = dict((s, i) for i, s in enumerate(STATUS_ORDER))
+    return sorted(hosts, key=lambda h: (rank.get(hosts[h].get('status'), len(rank)), h))
+
+
+def _dmon_html(runs, e, plots):
+    """One table of the GPU samples of every run that has them (a sparkline per series when ``plots``), then a line
+    per run whose sampling was requested and did not run."""
+    rows, missing = [], []
+    for run in runs:
+        dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}
+        name = e(_fmt(run.get('component') or run.get('kind')))
+        if dmon.get('not_measured'):
+            missing.append('<p class="not-measured">GPU samples (nvidia-smi dmon) during %s NOT MEASURED: %s</p>' % (
+                name, e(_fmt(dmon['not_measured']))))
+        how = e('%s samples every %s s: %s' % (_fmt(dmon.get('samples')), _fmt(dmon.get('interval_s')), _fmt(dmon.get('command'))))
+        for gpu, entry in _dmon_gpus(run):
+            values = entry.get('values') if isinstance(entry.get('values'), dict) else {}
+            cells = ''.join('<td>%s<span class="stats">%s</span></td>' % (
+                _svg.sparkline(values.get(column), label='%s %s' % (gpu, heading)) if plots else '', e(_dmon_stats(_series(entry, column))))
+                for column, heading in DMON_COLUMNS)
+            rows.append('<tr><td title="%s">%s</td><td>%s</td><td class="num">%s</td>%s</tr>' % (
+                how, name, e(str(gpu)), e(_fmt(entry.get('samples'))), cells))
+    if not rows:
+        return missing
+    return (['<h3>GPU samples (nvidia-smi dmon) during the workloads</h3>',
+             '<p class="note">min / median / max of each series%s</p>' % (', its samples as a line' if plots else ''),
+             '<table class="dmon"><tr><th>during</th><th>GPU</th><th>samples</th>%s</tr>' % ''.join('<th>%s</th>' % e(h) for _c, h in DMON_COLUMNS)]
+            + rows + ['</table>'] + missing)
+
+
+def _plots_html(runs, e):
+    figures = []
+    for run in runs:
+        svg = _svg.busbw_plot(run.get('busbw_gbps'), run.get('curve'), title=_fmt(run.get('component') or run.get('kind')))
+        if svg:
+            caption = '%s (%s)%s' % (_fmt(run.get('component')), _fmt(run.get('kind')),
+                                     '' if run.get('curve') else ': no floor in the profile')
+            figures.append('<figure><figcaption>%s</figcaption>%s</figure>' % (e(caption), svg))
+    return ['<div class="plots">'] + figures + ['</div>'] if figures else []
+
+
+def _host_html(host, entry, e, open_, plots):
+    fs = entry['facts_summary']
+    worst = _worst_text(entry)
+    out = ['<details class="host" id="%s"%s><summary><h2>%s</h2> <span class="badge %s">%s</span>%s</summary>' % (
+        e(host), ' open' if open_ else '', e(host), e(entry['status']), e(entry['status'].upper()),
+        '<span class="worst">%s</span>' % e(worst) if worst else ''),
+        '<p>%s GPU(s) %s, driver %s, CUDA %s, NCCL %s, %s, kernel %s, source %s; profile <code>%s</code></p>' % tuple(
+            e(_fmt(v)) for v in [fs.get(k) for k in ('gpu_count', 'gpu_model', 'driver_version', 'cuda_driver_version', 'nccl_version',
+                                                     'os', 'kernel', 'source')] + [entry['profile']])]
+    if entry.get('error'):
+        out.append('<p><b>Not probed:</b> %s</p>' % e(entry['error']))
+    if entry['findings']:
+        out.append('<table class="findings"><tr><th>severity</th><th>check</th><th>component</th><th>measured</th><th>expected</th>'
+                   '<th>finding</th><th>what to do</th></tr>')
+        previous = None
+        for f in entry['findings']:
+            remediation = _fmt(f.get('remediation'))
+            out.append('<tr><td class="%s">%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>%s</tr>' % (
+                e(f['severity']), e(f['severity']), e(f['check']), e(_fmt(f['component'])), e(_fmt(f.get('measured'))),
+                e(_fmt(f.get('expected'))), e(_fmt(f.get('message'))),
+                '<td class="note">as above</td>' if remediation == previous else '<td>%s</td>' % e(remediation)))
+            previous = remediation
+        out.append('</table>')
+    else:
+        out.append('<p>%s</p>' % e(_no_findings(entry)))
+    runs = [r for r in entry.get('workloads') or [] if isinstance(r, dict)]
+    if runs:
+        out.append('<table><tr><th>measured</th><th>component</th><th>figures</th><th>seconds</th></tr>')
+        for run in runs:
+            out.append('<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+                e(_fmt(run.get('kind'))), e(_fmt(run.get('component'))), e(_figures(run)), e(_fmt(run.get('seconds')))))
+        out.append('</table>')
+        for run in runs:
+            if run.get('not_judged'):
+                out.append('<p class="not-judged"><b>Not judged:</b> %s — %s</p>' % (e(_fmt(run.get('component'))), e(run['not_judged'])))
+        if plots:
+            out += _plots_html(runs, e)
+        out += _dmon_html(runs, e, plots)
+        for run in runs:
+            if run.get('debug_log_tail'):
+                out.append('<details><summary>%s: NCCL_DEBUG=INFO re-run</summary><pre>%s</pre></details>' % (
+                    e(_fmt(run.get('component'))), e(run['debug_log_tail'][-3000:])))
+    out.append('</details>')
+    return out
 
 
 def render_html(report):
+    """report.html: a summary, the fleet table (failing hosts first, their failing checks and worst finding), the
+    fleet section, then a collapsible section per host with its findings, figures, busbw plots against the
+    profile's floor and the GPU samples as sparklines. Offline: inline CSS and SVG, no script."""
     report = _scrub(report)
     e = html.escape
     s = report['summary']
-    out = ['<!DOCTYPE html><html><head><meta charset="utf-8"><title>xuanwu.cluster report %s</title><style>%s</style></head><body>'
-           % (e(report['run_id']), _CSS),
+    hosts = report['hosts']
+    order = fleet_order(hosts)
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+           '<title>xuanwu.cluster report %s</title><style>%s</style></head><body>' % (e(report['run_id']), _CSS),
            '<h1>xuanwu.cluster validation report</h1>',
            '<p>Run <code>%s</code>, %s → %s. Collection %s, ansible-core %s, playbook <code>%s</code>.</p>' % (
                e(report['run_id']), e(str(report['started_at'])), e(str(report['finished_at'])), e(str(report['collection']['version'])),
                e(str(report['ansible_version'])), e(str(report['playbook']))),
            '<p>Result: <span class="badge %s">%s</span> — %d hosts: %s</p>' % (
                e(s['result']), e(s['result'].upper()), s['hosts'], e(', '.join('%d %s' % (n, k) for k, n in s['status'].items() if n))),
-           '<table><tr><th>host</th><th>status</th><th>fail</th><th>warn</th><th>profile</th></tr>']
-    for host, entry in report['hosts'].items():
-        out.append('<tr><td><a href="#%s">%s</a></td><td><span class="badge %s">%s</span></td><td>%d</td><td>%d</td><td>%s</td></tr>' % (
-            e(host), e(host), e(entry['status']), e(entry['status']), entry['counts']['fail'], entry['counts']['warn'], e(str(entry['profile']))))
+           '<table class="fleet"><tr><th>host</th><th>status</th><th>failing checks</th><th>warn</th><th>worst finding</th><th>profile</th></tr>']
+    for host in order:
+        entry = hosts[host]
+        out.append('<tr><td><a href="#%s">%s</a></td><td><span class="badge %s">%s</span></td><td class="num">%d</td><td class="num">%d</td>'
+                   '<td>%s</td><td>%s</td></tr>' % (
+                       e(host), e(host), e(entry['status']), e(entry['status']), len(_findings.failed_checks(entry['findings'])),
+                       entry['counts']['warn'], e(_worst_text(entry)), e(str(entry['profile']))))
     out.append('</table>')
     out += _fleet_step.html(report.get('fleet'), e)
-    for host, entry in report['hosts'].items():
-        fs = entry['facts_summary']
-        out.append('<h2 id="%s">%s <span class="badge %s">%s</span></h2>' % (e(host), e(host), e(entry['status']), e(entry['status'].upper())))
-        out.append('<p>%s GPU(s) %s, driver %s, CUDA %s, NCCL %s, %s, kernel %s, source %s</p>' % tuple(
-            e(_fmt(fs.get(k))) for k in ('gpu_count', 'gpu_model', 'driver_version', 'cuda_driver_version', 'nccl_version', 'os', 'kernel', 'source')))
-        if entry.get('error'):
-            out.append('<p><b>Not probed:</b> %s</p>' % e(entry['error']))
-        if entry.get('workloads'):
-            out.append('<table><tr><th>measured</th><th>component</th><th>figures</th><th>seconds</th></tr>')
-            for run in entry['workloads']:
-                out.append('<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
-                    e(_fmt(run.get('kind'))), e(_fmt(run.get('component'))), e(_figures(run)), e(_fmt(run.get('seconds')))))
-            out.append('</table>')
-            for run in entry['workloads']:
-                if run.get('not_judged'):
-                    out.append('<p class="not-judged"><b>Not judged:</b> %s — %s</p>' % (e(_fmt(run.get('component'))), e(run['not_judged'])))
-            for run in entry['workloads']:
-                if run.get('debug_log_tail'):
-                    out.append('<details><summary>%s: NCCL_DEBUG=INFO re-run</summary><pre>%s</pre></details>' % (
-                        e(_fmt(run.get('component'))), e(run['debug_log_tail'][-3000:])))
-        if not entry['findings']:
-            out.append('<p>%s</p>' % e(_no_findings(entry)))
-            continue
-        out.append('<table><tr><th>severity</th><th>check</th><th>component</th><th>measured</th><th>expected</th><th>what to do</th></tr>')
-        for f in entry['findings']:
-            out.append('<tr><td class="%s">%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
-                e(f['severity']), e(f['severity']), e(f['check']), e(_fmt(f['component'])), e(_fmt(f.get('measured'))),
-                e(_fmt(f.get('expected'))), e(_fmt(f.get('remediation')))))
-        out.append('</table>')
+    if len(order) > PLOT_HOSTS_MAX:
+        out.append('<p class="note">Plots are drawn for the first %d hosts of the table (failing first); the other %d hosts show '
+                   'their figures as numbers (report.json has every value).</p>' % (PLOT_HOSTS_MAX, len(order) - PLOT_HOSTS_MAX))
+    for i, host in enumerate(order):
+        entry = hosts[host]
+        out += _host_html(host, entry, e, entry['status'] in ('fail', 'error') and len(order) <= OPEN_HOSTS_MAX, i < PLOT_HOSTS_MAX)
     out.append('</body></html>')
     return '\n'.join(out) + '\n'

@@ -10,9 +10,10 @@ from markdown_it import MarkdownIt
 
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
 
-HOST = '<script>alert(1)</script>|x'
+HOST = '<script>alert(1)</script>|x" onclick="y\' z'
 NASTY = ('bad \x00\x01\x1b[31m red ]]> <b>bold</b> &amp; line1\nline2 | pipe `tick` ``` [link](http://e.x) '
          '\\| *star* \ud800 \ufffe end ' + 'long ' * 2000)
+GPU = '<script>"gpu\' onload="x'
 TAIL = 'NCCL INFO\n```\n</details><script>alert(2)</script>\n\x07bell'
 
 
@@ -25,7 +26,13 @@ def _report_of_hostile_input():
     finding = {'severity': 'fail', 'check': 'gpu.<i>x</i>', 'component': NASTY, 'measured': float('nan'),
                'expected': {'min': float('inf'), 'k<': NASTY}, 'message': NASTY, 'remediation': NASTY}
     warn = dict(finding, severity='warn', check='nic.|warn|')
-    workloads = [{'kind': 'nccl_tests', 'component': HOST, 'not_judged': NASTY, 'debug_log_tail': TAIL, 'seconds': float('-inf')}]
+    dmon = {'command': NASTY, 'interval_s': 1, 'samples': 2, 'gpus': {GPU: {
+        'index': 0, 'samples': 2, 'series': {'pwr': {'min': 1, 'median': float('nan'), 'max': NASTY, 'n': 2}},
+        'values': {'pwr': [1, float('nan'), 3, NASTY], 'sm': NASTY}}}}
+    workloads = [{'kind': 'nccl_tests', 'component': HOST, 'not_judged': NASTY, 'debug_log_tail': TAIL, 'seconds': float('-inf'),
+                  'busbw_gbps': {'1024': 1.5, '1048576': float('nan'), NASTY: 2, '1073741824': 300.0},
+                  'curve': [{'min_bytes': 1024, 'busbw_gbps_min': 2.0}, {'min_bytes': NASTY, 'busbw_gbps_min': 1}], 'dmon': dmon},
+                 {'kind': 'soak', 'component': GPU, 'dmon': {'not_measured': NASTY}}]
     entry = _report.host_entry(HOST, 'fail', [finding, warn], {'host': {'os': {'pretty_name': NASTY}}}, HOST, NASTY,
                                workloads=workloads)
     down = _report.host_entry('a/../../b', 'error', [], {}, None, None, error=NASTY)
@@ -80,11 +87,22 @@ def test_html_has_no_markup_from_data():
     tags = set(tag for tag, _attrs in parser.tags)
     assert not tags & {'script', 'i'}, tags
     assert [t for t, _a in parser.tags].count('b') == len(re.findall('<b>Not (?:probed|judged):</b>', page))  # the report's own
-    assert tags <= {'html', 'head', 'meta', 'title', 'style', 'body', 'h1', 'h2', 'p', 'code', 'span', 'table', 'tr', 'th',
-                    'td', 'a', 'b', 'details', 'summary', 'pre'}
+    assert tags <= {'html', 'head', 'meta', 'title', 'style', 'body', 'h1', 'h2', 'h3', 'p', 'code', 'span', 'table', 'tr', 'th',
+                    'td', 'a', 'b', 'details', 'summary', 'pre', 'div', 'figure', 'figcaption',
+                    'svg', 'g', 'line', 'path', 'polyline', 'circle', 'text'}
+    assert not [a for _t, a in parser.tags if any(k.startswith('on') for k in a)]
     text = ''.join(parser.text)
-    assert _expected(HOST) in text and _expected(NASTY) in text and _expected(TAIL) in text
+    assert _expected(HOST) in text and _expected(NASTY) in text and _expected(TAIL) in text and GPU in text
     assert ('a', {'href': '#' + _expected(HOST)}) in parser.tags
+    # the SVGs are well-formed XML; names from data are their text and attribute values, nothing more
+    svgs = [ET.fromstring(svg) for svg in re.findall('<svg .*?</svg>', page, re.S)]
+    plot = [svg for svg in svgs if svg.get('class') == 'plot']
+    assert len(plot) == 1 and plot[0].get('aria-label').startswith(_expected(HOST) + ':')
+    assert plot[0].find('{http://www.w3.org/2000/svg}title').text.startswith(_expected(HOST) + ':')
+    assert sorted(c.get('data-bytes') for c in plot[0].iter('{http://www.w3.org/2000/svg}circle') if c.get('data-bytes')) == [
+        '1024', '1073741824']
+    assert [svg.get('aria-label') for svg in svgs if svg.get('class') == 'spark'] == [GPU + ' power (W)']
+    assert 'during %s NOT MEASURED: %s' % (GPU, _expected(NASTY)) in text
 
 
 def test_markdown_renders_no_html_from_data_and_keeps_table_columns():
