@@ -50,7 +50,8 @@ def test_the_record_of_a_rollout_without_secrets(tmp_path):
     run = str(tmp_path / 'runs' / 'r1')
     names = sorted(os.path.relpath(os.path.join(d, f), run) for d, _dirs, files in os.walk(run) for f in files)
     assert names == ['ansible.log', 'hostfile', 'inventory.yml', 'meta.json', 'nccl-env.txt', 'profiles/h200x4-nvlink.yml',
-                     'reports/junit.xml', 'reports/report.html', 'reports/report.json', 'reports/report.md', 'state.json',
+                     'reports/junit.xml', 'reports/report.html', 'reports/report.json', 'reports/report.md', 'reports/xuanwu.prom',
+                     'state.json',
                      'versions.json']
     for folder, dirs, files in os.walk(run):
         assert stat.S_IMODE(os.stat(folder).st_mode) == 0o750, folder
