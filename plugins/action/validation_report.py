@@ -13,7 +13,7 @@ import time
 from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _findings, _redact
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _findings, _prom, _redact
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _fleet_step, _node, _paths, _report
 
 
@@ -54,7 +54,7 @@ def _now():
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('hosts', 'report_dir', 'run_id', 'started_at', 'playbook', 'history_db'))
+    _VALID_ARGS = frozenset(('hosts', 'report_dir', 'run_id', 'started_at', 'playbook', 'history_db', 'controller_textfile_dir', 'export_hosts'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -66,6 +66,10 @@ class ActionModule(ActionBase):
             started_at=dict(type='str'),
             playbook=dict(type='str', default='validate'),
             history_db=dict(type='str'),
+            # node_exporter textfile metrics (docs/metrics.md): a copy for a collector on the controller, and one file
+            # per host under <report>/metrics/ for the nodes' collectors (the export play copies them)
+            controller_textfile_dir=dict(type='str', default=''),
+            export_hosts=dict(type='bool', default=False),
         ))
         hostvars = task_vars.get('hostvars') or {}
         # consistency.* findings of the hosts compared with each other (xuanwu.cluster.host_compare, once per run)
@@ -121,17 +125,35 @@ class ActionModule(ActionBase):
             'junit.xml': _report.render_junit(report, _catalogue.titles()),
             'report.md': _report.render_markdown(report),
             'report.html': _report.render_html(report),
+            'xuanwu.prom': _prom.render(report),
         }
+        # the nodes that get their metrics: every host of the run that was probed (one that was not may not be reachable)
+        export = sorted(h for h, e in report['hosts'].items() if not e.get('error')) if args['export_hosts'] else []
         try:
             if not os.path.isdir(directory):
                 os.makedirs(directory, DIR_MODE)
             os.chmod(directory, DIR_MODE)
             for name, text in files.items():
                 _write_private(os.path.join(directory, name), text)
+            if export:
+                metrics_dir = os.path.join(directory, 'metrics')
+                if not os.path.isdir(metrics_dir):
+                    os.makedirs(metrics_dir, DIR_MODE)
+                for host, text in _prom.render_hosts(report, export).items():
+                    _write_private(os.path.join(metrics_dir, _paths.safe_name(host) + '.prom'), text)
         except (IOError, OSError) as err:
             result['failed'] = True
             result['msg'] = 'cannot write the report to %s: %s' % (directory, err)
             return result
+        if args['controller_textfile_dir']:
+            target = os.path.join(args['controller_textfile_dir'], 'xuanwu.prom')
+            try:
+                _prom.write_atomic(target, files['xuanwu.prom'])
+            except (IOError, OSError, ValueError) as err:
+                result['failed'] = True
+                result['msg'] = ('cannot write the metrics to %s (xuanwu_prometheus_controller_textfile_dir): %s; the report '
+                                 'is in %s' % (target, err, directory))
+                return result
         history_error = fleet['history_error'] or _fleet_step.record(history_db, report)
         reasons = []
         for host in report['summary']['failed_hosts']:
@@ -146,7 +168,8 @@ class ActionModule(ActionBase):
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
                       summary=report['summary'], failed_reasons=reasons, fleet_findings=extra,
                       # the gate play runs on these hosts only: a healthy fleet costs no task per host there
-                      gate_hosts=gate, verdicts=verdicts, failed_checks=failed_checks)
+                      gate_hosts=gate, verdicts=verdicts, failed_checks=failed_checks, export_hosts=export,
+                      metrics_dir=os.path.join(directory, 'metrics'))
         if history_error:
             result.update(failed=True, msg=history_error)
         return result

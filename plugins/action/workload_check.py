@@ -9,14 +9,14 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _judge, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings, _judge, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('kind', 'run', 'component', 'profile', 'record', 'debug_run', 'scope'))
+    _VALID_ARGS = frozenset(('kind', 'run', 'component', 'profile', 'record', 'debug_run', 'scope', 'dmon_required'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -29,6 +29,7 @@ class ActionModule(ActionBase):
             record=dict(type='bool', default=True),
             debug_run=dict(type='dict'),
             scope=dict(type='str', default='node', choices=['node', 'multinode']),
+            dmon_required=dict(type='bool', default=False),
         ))
         host = task_vars.get('inventory_hostname')
         profile = args['profile'] if args['profile'] is not None else self._templar.template(task_vars.get('xuanwu_profile_resolved'))
@@ -61,15 +62,29 @@ class ActionModule(ActionBase):
             # no resolved profile (the task runs without node_profile): nothing to compare curves with
             judged = {}
             findings = _workloads.evaluate(kind, run, judged, host)
-        previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
-        merged = list(previous) + findings
         if not args['record']:
             result.update(changed=False, findings=findings, failed_checks=_findings.failed_checks(findings))
             return result
         summary = _workloads.summarise_run(kind, run)
+        own = findings
+        curve = ((judged.get('collectives') or {}).get(run.get('collective')) or {}).get('curve') if kind == 'nccl_tests' else None
+        if curve:
+            summary['curve'] = curve
+        if isinstance(run.get('dmon'), dict) and kind != 'not_measured':
+            bounds = dict((k, v) for k, v in ((profile or {}).get('monitoring') or {}).items()
+                          if k in _dmon_checks.DEFAULT_BOUNDS and v is not None)
+            try:
+                sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], bounds, host, run.get('component'),
+                                                                  args['dmon_required'])
+            except ProfileError as err:
+                result.update(failed=True, msg=str(err))
+                return result
+            findings = sorted(findings + sampled, key=_findings.sort_key)
+        previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
+        merged = list(previous) + findings
         if kind == 'not_measured':
             summary['not_measured'] = run['reason']
-        elif not _findings.failed_checks(findings):
+        elif not _findings.failed_checks(own):
             reason = _workloads.not_judged(kind, run, judged)
             if reason:
                 summary['not_judged'] = reason

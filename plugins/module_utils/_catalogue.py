@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
+    _dmon_checks,
     _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
 )
 
@@ -37,6 +38,9 @@ AREAS = (
      _mesh.CHECKS),
     ('Workload and run checks', 'xuanwu.cluster.workload_check (collectives, torch workloads, stages that did not run)',
      _workloads.CHECKS),
+    ('GPU samples during the workloads', 'xuanwu.cluster.workload_check, from the nvidia-smi dmon samples '
+     'xuanwu.cluster.workload_run took while each workload ran (plugins/module_utils/_dmon_checks.py, docs/metrics.md)',
+     _dmon_checks.CHECKS),
 )
 
 CATALOGUE = _findings.join(*(checks for _title, _where, checks in AREAS))

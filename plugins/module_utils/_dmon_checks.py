@@ -31,7 +31,8 @@ import math
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import _median
-from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ProfileError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, ProfileError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
 SUMMARY_COLUMNS = ('pwr', 'sm', 'mem', 'gtemp', 'mtemp', 'pclk', 'mclk', 'fb')
 VIOLATION_COLUMNS = ('pviol', 'tviol')
@@ -288,3 +289,91 @@ def findings(summary, bounds=None, host=None):
         _temperature(out, component, gpu, bounds)
         _memory_growth(out, component, gpu, bounds)
     return sorted(out.found, key=_findings.sort_key)
+
+
+# the per-sample values kept in the report for sparklines, and how a bucket of samples becomes one point: the
+# SM clock keeps its lowest value (a dip is what throttling looks like), the others their highest
+SPARK_COLUMNS = (('pwr', max), ('sm', max), ('gtemp', max), ('fb', max), ('pclk', min))
+SPARK_POINTS = 120
+
+
+def downsample(values, points=SPARK_POINTS, pick=max):
+    """At most ``points`` values: consecutive buckets of ``values``, each reduced by ``pick`` (``None``s skipped; a
+    bucket of ``None`` only stays ``None``)."""
+    values = list(values)
+    if len(values) <= points:
+        return values
+    out = []
+    for i in range(points):
+        bucket = [v for v in values[i * len(values) // points:(i + 1) * len(values) // points] if v is not None]
+        out.append(pick(bucket) if bucket else None)
+    return out
+
+
+def _sparklines(parsed):
+    out = {}
+    for gpu in parsed.get('gpus') or []:
+        samples = gpu.get('samples') or []
+        values = {}
+        for name, pick in SPARK_COLUMNS:
+            column = [s.get(name) if isinstance(s.get(name), (int, float)) else None for s in samples]
+            if any(v is not None for v in column):
+                values[name] = downsample(column, pick=pick)
+        out['gpu%s' % gpu.get('index')] = values
+    return out
+
+
+def _during(found, workload):
+    for finding in found:
+        finding['message'] = 'during %s: %s' % (workload, finding['message'])
+    return found
+
+
+def judge_run(dmon, bounds=None, host=None, workload=None, required=False):
+    """Judge the ``dmon`` entry of a workload run (``workload_run``'s result: ``{command, interval_s, stdout}`` or
+    ``{command, not_measured}``) -> ``(findings, entry)``; ``entry`` is the run's ``dmon`` in the report:
+    ``{command, interval_s, samples, gpus: {gpuN: summary + values}, not_judged}`` (docs/metrics.md).
+
+    ``required`` false (sampling is on by default wherever nvidia-smi is): what could not be measured is listed in
+    ``not_judged`` and is no finding; true (``xuanwu_dmon_required``): it is a ``dmon.not_measured`` finding.
+    Throttling, temperature, memory growth and unreadable output are findings either way. Bad bounds: ProfileError.
+    """
+    bounds = merged_bounds(bounds)
+    workload = workload or 'the workload'
+    out = _Out(host)
+    if not isinstance(dmon, dict):
+        raise ValueError('a dmon run must be a mapping, got %s' % type(dmon).__name__)
+    entry = {'command': dmon.get('command')}
+    if dmon.get('interval_s') is not None:
+        entry['interval_s'] = dmon['interval_s']
+    if dmon.get('truncated_bytes'):
+        entry['truncated_bytes'] = dmon['truncated_bytes']
+    reason = dmon.get('not_measured')
+    if reason is None and not isinstance(dmon.get('stdout'), str):
+        reason = 'no dmon output came back'
+    elif reason is None and not dmon['stdout'].strip():
+        reason = 'dmon printed nothing (the workload ended before its first sample)'
+    if reason is not None:
+        entry['not_measured'] = reason
+        if required:
+            out.not_measured('dmon', 'dmon.*', 'GPU samples', reason)
+        return _during(out.found, workload), entry
+    try:
+        parsed = parse_dmon(dmon['stdout'])
+    except ParseError as err:
+        entry['unparsable'] = err.reason
+        out.add('dmon.unparsable', 'dmon', err.excerpt or excerpt(dmon['stdout']), 'nvidia-smi dmon output',
+                'dmon: %s' % err.reason)
+        return _during(out.found, workload), entry
+    summary = summarise(parsed, bounds['load_sm_pct'])
+    found = findings(summary, bounds, host)
+    kept = [f for f in found if required or f['check'] != 'dmon.not_measured']
+    not_judged = [f['message'] for f in found if f not in kept]
+    sparks = _sparklines(parsed)
+    entry.update(samples=summary['samples'], columns=summary['columns'], load_sm_pct=summary['load_sm_pct'],
+                 gpus=dict((name, dict(gpu, values=sparks.get(name, {}))) for name, gpu in summary['gpus'].items()))
+    if summary['truncated']:
+        entry['truncated'] = True
+    if not_judged:
+        entry['not_judged'] = not_judged
+    return _during(kept, workload), entry

@@ -62,20 +62,22 @@ METRICS = (
      ('host', 'collective')),
     ('xuanwu_collective_busbw_gbytes', 'Bus bandwidth of a collective at one message size, GB/s (10^9 bytes/s): '
      'out-of-place, median over the cycles of the run.', ('host', 'collective', 'size_bytes')),
-    ('xuanwu_gpu_dmon_samples', 'Samples nvidia-smi dmon took of a GPU during the run.', ('host', 'gpu')),
-    ('xuanwu_gpu_dmon_load_samples', 'Samples of a GPU under load (sm % at or above the load bound).', ('host', 'gpu')),
-    ('xuanwu_gpu_power_watts', 'GPU power draw over the samples (stat: min, median, max).', ('host', 'gpu', 'stat')),
+    ('xuanwu_collective_busbw_floor_gbytes', 'The profile\'s floor for the bus bandwidth of a collective at one message '
+     'size, GB/s (only sizes the profile governs).', ('host', 'collective', 'size_bytes')),
+    ('xuanwu_gpu_dmon_samples', 'Samples nvidia-smi dmon took of a GPU during a workload (component: the workload).', ('host', 'component', 'gpu')),
+    ('xuanwu_gpu_dmon_load_samples', 'Samples of a GPU under load (sm % at or above the load bound).', ('host', 'component', 'gpu')),
+    ('xuanwu_gpu_power_watts', 'GPU power draw over the samples (stat: min, median, max).', ('host', 'component', 'gpu', 'stat')),
     ('xuanwu_gpu_utilization_percent', 'GPU utilisation over the samples (engine: sm, mem; stat: min, median, max).',
-     ('host', 'gpu', 'engine', 'stat')),
+     ('host', 'component', 'gpu', 'engine', 'stat')),
     ('xuanwu_gpu_temperature_celsius', 'GPU temperature over the samples (sensor: gpu, memory; stat: min, median, '
-     'max).', ('host', 'gpu', 'sensor', 'stat')),
+     'max).', ('host', 'component', 'gpu', 'sensor', 'stat')),
     ('xuanwu_gpu_clock_mhz', 'GPU clocks over the samples (clock: sm, memory; stat: min, median, max).',
-     ('host', 'gpu', 'clock', 'stat')),
-    ('xuanwu_gpu_sm_clock_under_load_min_mhz', 'Lowest SM clock of a GPU while under load.', ('host', 'gpu')),
+     ('host', 'component', 'gpu', 'clock', 'stat')),
+    ('xuanwu_gpu_sm_clock_under_load_min_mhz', 'Lowest SM clock of a GPU while under load.', ('host', 'component', 'gpu')),
     ('xuanwu_gpu_framebuffer_used_mebibytes', 'GPU framebuffer memory in use (dmon fb, MiB; stat: min, median, max, '
-     'first, last).', ('host', 'gpu', 'stat')),
+     'first, last).', ('host', 'component', 'gpu', 'stat')),
     ('xuanwu_gpu_violation_max', 'Highest power (pviol, %) and thermal (tviol) violation value of a GPU.',
-     ('host', 'gpu', 'counter')),
+     ('host', 'component', 'gpu', 'counter')),
 )
 _LABELS = dict((name, labels) for name, _help, labels in METRICS)
 # result fields of torch workloads -> (metric, divisor)
@@ -195,6 +197,27 @@ def _workloads(metrics, host, runs):
         busbw = run.get('busbw_gbps') if isinstance(run.get('busbw_gbps'), dict) else {}
         for size, value in busbw.items():
             metrics.add('xuanwu_collective_busbw_gbytes', dict(collective, size_bytes=size), value)
+            metrics.add('xuanwu_collective_busbw_floor_gbytes', dict(collective, size_bytes=size),
+                        floor_at(run.get('curve'), size))
+        if isinstance(run.get('dmon'), dict):
+            _dmon(metrics, host, run['dmon'], run.get('component'))
+
+
+def floor_at(curve, size):
+    """The floor a profile curve (``[{min_bytes, busbw_gbps_min}]``, each point holding from min_bytes up) sets at
+    ``size`` bytes; None below its first point or without a curve."""
+    try:
+        size = int(size)        # the report's keys are strings
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(curve, list):
+        return None
+    floor = None
+    for point in sorted((p for p in curve if isinstance(p, dict) and _number(p.get('min_bytes')) is not None),
+                        key=lambda p: _number(p['min_bytes'])):
+        if _number(point['min_bytes']) <= size:
+            floor = _number(point.get('busbw_gbps_min'))
+    return floor
 
 
 def _host(metrics, host, entry, run_id):
@@ -228,12 +251,12 @@ _DMON_SERIES = (
 )
 
 
-def _dmon(metrics, host, summary):
+def _dmon(metrics, host, summary, component):
     gpus = summary.get('gpus') if isinstance(summary, dict) and isinstance(summary.get('gpus'), dict) else {}
     for gpu, entry in gpus.items():
         if not isinstance(entry, dict):
             continue
-        labels = {'host': host, 'gpu': gpu}
+        labels = {'host': host, 'component': component, 'gpu': gpu}
         metrics.add('xuanwu_gpu_dmon_samples', labels, entry.get('samples'))
         series = entry.get('series') if isinstance(entry.get('series'), dict) else {}
         for column, metric, extra in _DMON_SERIES:
@@ -250,10 +273,9 @@ def _dmon(metrics, host, summary):
         metrics.add('xuanwu_gpu_sm_clock_under_load_min_mhz', labels, load.get('pclk_min'))
 
 
-def render(report, hosts=None, dmon=None):
-    """The text exposition of ``report`` (a report.json dict); ``hosts``: only these hosts' metrics (the run's
-    metrics always); ``dmon``: ``{host: _dmon_checks.summarise(...)}``, the GPU figures sampled during the run.
-    Raises ValueError when ``report`` is not a report."""
+def render(report, hosts=None):
+    """The text exposition of ``report`` (a report.json dict, with the GPU figures dmon sampled during each workload);
+    ``hosts``: only these hosts' metrics (the run's metrics always). Raises ValueError when ``report`` is not a report."""
     if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
         raise ValueError('not a run report (a mapping with hosts): %s' % type(report).__name__)
     metrics = _Metrics()
@@ -262,10 +284,25 @@ def render(report, hosts=None, dmon=None):
         entry = report['hosts'][host]
         if isinstance(entry, dict) and (hosts is None or host in hosts):
             _host(metrics, host, entry, report.get('run_id'))
-    for host, summary in sorted((dmon or {}).items()):
-        if hosts is None or host in hosts:
-            _dmon(metrics, host, summary)
     return metrics.text()
+
+
+def render_hosts(report, hosts):
+    """``{host: text}`` for each of ``hosts``: the run's metrics and that host's own (one file per node), in one pass
+    over the report (cost linear in the hosts, whatever their number)."""
+    if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
+        raise ValueError('not a run report (a mapping with hosts): %s' % type(report).__name__)
+    run = _Metrics()
+    _run(run, report)
+    common = run.text()
+    out = {}
+    for host in hosts:
+        entry = report['hosts'].get(host)
+        metrics = _Metrics()
+        if isinstance(entry, dict):
+            _host(metrics, host, entry, report.get('run_id'))
+        out[host] = common + metrics.text()
+    return out
 
 
 def write_atomic(path, text, mode=0o644):

@@ -18,7 +18,8 @@ description:
     facts hold them (once per host, never templated again), adds the C(consistency.*) findings of
     M(xuanwu.cluster.host_compare) (C(xuanwu_group_findings) of the controller) and writes
     C(report.json) (schema in C(docs/report-format.md)), C(junit.xml) (one testcase per host and check),
-    C(report.md) and C(report.html) into O(report_dir)/O(run_id)/.
+    C(report.md), C(report.html) and C(xuanwu.prom) (the run as Prometheus textfile metrics, C(docs/metrics.md)) into
+    O(report_dir)/O(run_id)/.
   - Returns the hosts the gate must fail (RV(gate_hosts)) and why, so that the gate runs on those hosts only.
   - The run's folder gets mode 0750 and the files mode 0640 (also files that existed). The secret values of the hosts'
     C(xuanwu_nccl_env) and C(xuanwu_torch_env) (see C(xuanwu_redact_env_keys)) and the passwords of URLs are masked
@@ -60,6 +61,21 @@ options:
       - Unset is O(report_dir)/C(history.sqlite); an empty string switches the history off. The file is made with mode
         0600 (its folder 0700 when made). A file that cannot be used fails the task, after the report is written.
     type: str
+  controller_textfile_dir:
+    description:
+      - Also write the run's metrics (the run's folder always has them as C(xuanwu.prom), C(docs/metrics.md)) as
+        C(xuanwu.prom) in this folder, for a node_exporter textfile collector on the controller, atomically (a temporary
+        file in the folder, renamed over the old one) and mode 0644. An empty string writes none.
+      - A folder that cannot be written fails the task, after the report is written.
+    type: str
+    default: ''
+  export_hosts:
+    description:
+      - Write each probed host's metrics (the run's and its own) to O(report_dir)/O(run_id)/C(metrics/<host>.prom) and
+        return those hosts as RV(export_hosts), for a play that copies them to the nodes' textfile collectors.
+      - Hosts that could not be probed get no file (they may be unreachable); their status is in C(xuanwu.prom).
+    type: bool
+    default: false
 '''
 
 EXAMPLES = r'''
@@ -107,6 +123,15 @@ failed_checks:
   returned: success
   type: dict
   sample: {node2: [gpu.count, nvlink.links_per_pair]}
+export_hosts:
+  description: The hosts whose metrics were written under RV(metrics_dir) (O(export_hosts) true), in name order.
+  returned: success
+  type: list
+  elements: str
+metrics_dir:
+  description: The folder of the per-host metrics files (C(<safe host name>.prom), the C(xuanwu.cluster.safe_name) filter).
+  returned: success
+  type: str
 fleet_findings:
   description:
     - The findings the fleet and history checks added, per host (only hosts that got one). They are in the report and

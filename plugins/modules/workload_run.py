@@ -70,6 +70,26 @@ options:
     description: Characters of standard output kept in the result (the end is kept).
     type: int
     default: 200000
+  dmon:
+    description:
+      - Sample the GPUs with C(nvidia-smi dmon -s <select> -d <interval>) while the command runs (field guide §7), and
+        return what it printed as RV(dmon); M(xuanwu.cluster.workload_check) judges it (checks C(dmon.*), docs/metrics.md).
+      - Without C(nvidia-smi) on the node, or when dmon ends with an error before the workload does, RV(dmon) says
+        C(not_measured) and why.
+      - With O(replay_dir), the bundle's entry C(dmon:<replay_key>) (or O(dmon.replay_key)) is read instead.
+    type: dict
+    suboptions:
+      select:
+        description: The metric groups of C(nvidia-smi dmon -s) (letters only).
+        type: str
+        default: pucvmet
+      interval:
+        description: Seconds between samples (C(-d)), at least 1.
+        type: int
+        default: 1
+      replay_key:
+        description: Probe key of the dmon output in the capture bundle. Default C(dmon:) followed by O(replay_key).
+        type: str
 notes:
   - The command is run directly, without a shell.
 '''
@@ -118,6 +138,14 @@ command:
   description: The command line that ran (or was replayed).
   returned: always
   type: str
+dmon:
+  description:
+    - What C(nvidia-smi dmon) printed while the command ran (O(dmon) set), with C(command), C(interval_s), C(exit_code),
+      C(truncated_bytes) (output cut from the start, kept to the last 4 MiB); or C(command) and C(not_measured) (the reason).
+  returned: when O(dmon) is set and something ran or was replayed
+  type: dict
+  sample: {command: nvidia-smi dmon -s pucvmet -d 1, interval_s: 1, exit_code: -15, truncated_bytes: 0,
+           stdout: "# gpu    pwr  gtemp ...\n    0    181     42 ..."}
 skipped_reason:
   description:
     - Why nothing ran or was replayed (check mode, the key is not in the bundle, or its file in the bundle is not read,
@@ -131,7 +159,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import shlex_quote
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _dmon_sampler
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
 
@@ -158,6 +186,16 @@ def _replay(module, directory, key):
                 timed_out=rc == 124, command=entry['command'])
 
 
+def _replay_dmon(module, directory, key):
+    """The recorded dmon output beside a replayed workload, or why there is none."""
+    replayed = _replay(module, directory, key)
+    if replayed is None:
+        return {'command': key, 'not_measured': 'the capture bundle has no %s' % key}
+    if replayed.get('skipped_reason'):
+        return {'command': replayed['command'], 'not_measured': replayed['skipped_reason']}
+    return _dmon_sampler.replayed(replayed['stdout'], replayed['command'], _dmon_sampler.interval_of(replayed['command']))
+
+
 def _mask_only_secrets(module, env, secret_keys):
     """Mask exactly the secret values of ``env`` (and URL passwords) in everything the module returns."""
     secrets = set(_redact.secret_values(env, secret_keys))
@@ -179,6 +217,11 @@ def main():
             replay_dir=dict(type='path'),
             replay_key=dict(type='str', no_log=False),
             output_limit=dict(type='int', default=200000),
+            dmon=dict(type='dict', options=dict(
+                select=dict(type='str', default=_dmon_sampler.DEFAULT_SELECT),
+                interval=dict(type='int', default=1),
+                replay_key=dict(type='str', no_log=False),
+            )),
         ),
         required_one_of=[('argv', 'replay_dir')],
         required_together=[('replay_dir', 'replay_key')],
@@ -188,6 +231,10 @@ def main():
     _mask_only_secrets(module, p['env'], p['secret_keys'])
     if p['timeout'] <= 0:
         module.fail_json(msg='timeout must be a positive number of seconds, got %d' % p['timeout'])
+    dmon = p['dmon']
+    if dmon is not None and (dmon['interval'] < 1 or not dmon['select'] or not dmon['select'].isalpha()):
+        module.fail_json(msg='dmon: interval must be at least 1 second and select letters of nvidia-smi dmon -s '
+                             '(for example pucvmet), got interval %d, select %r' % (dmon['interval'], dmon['select']))
     base = dict(changed=False, timeout_s=p['timeout'], exit_code=None, stdout='', output_tail='', seconds=0.0, timed_out=False)
     if p['replay_dir']:
         replayed = _replay(module, p['replay_dir'], p['replay_key'])
@@ -195,6 +242,8 @@ def main():
             base.update(command=p['replay_key'], skipped_reason='%s is not in the capture bundle' % p['replay_key'])
             module.exit_json(**base)
         base.update(replayed)
+        if dmon is not None and not replayed.get('skipped_reason'):
+            base['dmon'] = _replay_dmon(module, p['replay_dir'], dmon['replay_key'] or 'dmon:%s' % p['replay_key'])
         module.exit_json(**base)
 
     command = ' '.join(shlex_quote(a) for a in p['argv'])
@@ -212,8 +261,16 @@ def main():
     timeout_bin = module.get_bin_path('timeout', required=True)
     argv = [timeout_bin, '--kill-after=30', str(p['timeout']), exe] + list(p['argv'][1:])
     env = dict((k, str(v)) for k, v in p['env'].items())
+    sampler = None
+    if dmon is not None:
+        sampler = _dmon_sampler.Sampler(module.get_bin_path('nvidia-smi', required=False), dmon['select'],
+                                        dmon['interval']).start()
     start = time.time()
-    rc, out, err = module.run_command(argv, cwd=p['chdir'], environ_update=env, check_rc=False)
+    try:
+        rc, out, err = module.run_command(argv, cwd=p['chdir'], environ_update=env, check_rc=False)
+    finally:
+        if sampler is not None:
+            base['dmon'] = sampler.stop()
     seconds = round(time.time() - start, 2)
     timed_out = rc in (124, 137) and seconds >= p['timeout'] - 1
     base.update(exit_code=rc, stdout=out[-p['output_limit']:], output_tail=(out + err)[-4000:], seconds=seconds,

@@ -128,7 +128,18 @@ STAGE_AREAS = {
     'collectives': ('nccl_tests',),
     'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters'),
     'mesh': ('mesh',),
+    # the dmon checks: where a workload's GPU samples were read (a workload run with "dmon" and its "gpus")
+    'dmon': ('dmon',),
 }
+
+
+def _kinds(entry):
+    """The workload kinds of a host's report entry, plus ``dmon`` where GPU samples were judged."""
+    runs = [w for w in entry.get('workloads') or [] if isinstance(w, dict)]
+    kinds = set(w.get('kind') for w in runs)
+    if any(isinstance(w.get('dmon'), dict) and w['dmon'].get('gpus') for w in runs):
+        kinds.add('dmon')
+    return kinds
 
 
 def _applies(check, kinds):
@@ -150,7 +161,7 @@ def render_junit(report, catalogue):
         by_check = {}
         for finding in entry['findings']:
             by_check.setdefault(finding['check'], []).append(finding)
-        kinds = set(w.get('kind') for w in entry.get('workloads') or [] if isinstance(w, dict))
+        kinds = _kinds(entry)
         check_ids = sorted(set(c for c in catalogue if _applies(c, kinds)) | set(by_check))
         cases = []
         h_fail = h_err = 0

@@ -185,3 +185,72 @@ def test_profile_monitoring_section_errors(section, message):
     with pytest.raises(ProfileError) as err:
         validate_profile({'schema_version': 1, 'name': 'p', 'monitoring': section})
     assert message in str(err.value)
+
+
+# --- judge_run: a workload's dmon entry (workload_run's result) -> findings and the report's entry ---------------
+
+def _run_of(name, **extra):
+    with open(os.path.join(DMON, name)) as handle:
+        return dict({'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': handle.read()}, **extra)
+
+
+def test_judge_run_throttle_names_the_workload_and_keeps_sparklines():
+    found, entry = dmon.judge_run(_run_of('h200x2_dmon_busy-derived-throttle-gpu1.txt'), host='n1',
+                                          workload='all_reduce_perf')
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.throttle', 'gpu1', 'fail')]
+    assert found[0]['message'].startswith('during all_reduce_perf: gpu1 throttled under load')
+    assert entry['command'] == 'nvidia-smi dmon -s pucvmet -d 1' and entry['interval_s'] == 1
+    assert sorted(entry['gpus']) == ['gpu0', 'gpu1'] and entry['samples'] == 30
+    values = entry['gpus']['gpu1']['values']
+    assert sorted(values) == ['fb', 'gtemp', 'pclk', 'pwr', 'sm'] and len(values['pclk']) == 15
+    assert min(values['pclk']) == 1410 and entry['gpus']['gpu1']['series']['pclk']['min'] == 1410
+    assert 'not_judged' not in entry
+
+
+def test_judge_run_not_measured_is_a_finding_only_when_required():
+    idle = _run_of('h200x2_dmon_idle.txt')
+    found, entry = dmon.judge_run(idle, host='n1', workload='ddp_smoke')
+    assert found == [] and entry['not_judged'] and all('0 sample(s) with sm >= 80 %' in m for m in entry['not_judged'])
+    found, entry = dmon.judge_run(idle, host='n1', workload='ddp_smoke', required=True)
+    assert set(f['check'] for f in found) == {'dmon.not_measured'} and 'not_judged' not in entry
+    assert all(f['message'].startswith('during ddp_smoke: ') for f in found)
+
+
+@pytest.mark.parametrize('run, reason', [
+    ({'command': 'c', 'not_measured': 'nvidia-smi is not installed on this node'}, 'nvidia-smi is not installed on this node'),
+    ({'command': 'c', 'stdout': ' \n'}, 'dmon printed nothing (the workload ended before its first sample)'),
+    ({'command': 'c'}, 'no dmon output came back'),
+])
+def test_judge_run_without_samples(run, reason):
+    found, entry = dmon.judge_run(run, host='n1', workload='w')
+    assert found == [] and entry == {'command': 'c', 'not_measured': reason}
+    found, _entry = dmon.judge_run(run, host='n1', workload='w', required=True)
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.not_measured', 'dmon', 'warn')]
+    assert reason in found[0]['message']
+
+
+def test_judge_run_output_that_is_not_dmon_is_unparsable():
+    found, entry = dmon.judge_run({'command': 'c', 'stdout': 'Failed to initialize NVML: Driver/library version mismatch\n'},
+                                          host='n1', workload='w')
+    assert [(f['check'], f['component']) for f in found] == [('dmon.unparsable', 'dmon')]
+    assert 'Driver/library version mismatch' in found[0]['measured'] and entry['unparsable']
+
+
+def test_judge_run_uses_the_profile_bounds():
+    hot = _run_of('h200x2_dmon_busy-derived-hot-gpu0.txt')
+    assert not dmon.judge_run(hot, host='n1')[0]
+    found, _entry = dmon.judge_run(hot, {'gtemp_max_c': 80}, host='n1')
+    assert [(f['check'], f['component']) for f in found] == [('dmon.temperature', 'gpu0')]
+    with pytest.raises(ProfileError):
+        dmon.judge_run(hot, {'gtemp_max_c': -1})
+
+
+@pytest.mark.parametrize('values, points, pick, expected', [
+    ([1, 2, 3], 5, max, [1, 2, 3]),
+    ([1, 5, 2, 8, 3, 1], 3, max, [5, 8, 3]),
+    ([1, 5, 2, 8, 3, 1], 3, min, [1, 2, 1]),
+    ([None, None, 4, None], 2, max, [None, 4]),
+    (list(range(1000)), 120, max, [(i + 1) * 1000 // 120 - 1 for i in range(120)]),
+])
+def test_downsample(values, points, pick, expected):
+    assert dmon.downsample(values, points, pick) == expected

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
-    _catalogue, _checks, _collectives, _findings, _fleet, _judge, _links, _mesh, _profile, _workloads,
+    _dmon_checks, _catalogue, _checks, _collectives, _findings, _fleet, _judge, _links, _mesh, _profile, _workloads,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
@@ -23,7 +23,8 @@ def profile(**checks):
 # --- the catalogue -----------------------------------------------------------------------------
 
 def test_catalogue_holds_every_area_once():
-    areas = [_checks.CHECKS, _collectives.CHECKS, _fleet.CHECKS, _links.CHECKS, _mesh.CHECKS, _workloads.CHECKS]
+    areas = [_checks.CHECKS, _collectives.CHECKS, _fleet.CHECKS, _links.CHECKS, _mesh.CHECKS, _workloads.CHECKS,
+             _dmon_checks.CHECKS]
     assert sum(len(a) for a in areas) == len(_catalogue.CATALOGUE)
     for area in areas:
         assert set(area) <= set(_catalogue.CATALOGUE)

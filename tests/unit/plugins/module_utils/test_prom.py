@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _prom
-from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import summarise
+from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import judge_run
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -205,19 +205,25 @@ def test_write_atomic_keeps_the_old_file_on_failure(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ['folder.prom', 'xuanwu.prom']
 
 
-def _dmon_summary(name):
+def _dmon_report(name, host='gpu-host'):
+    """The test report with a workload on ``host`` whose dmon samples are the fixture ``name``, judged as
+    workload_check judges them."""
     with open(os.path.join(ROOT, 'tests', 'fixtures', 'dmon', name)) as handle:
-        return summarise(parse_dmon(handle.read()))
+        _found, entry = judge_run({'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': handle.read()},
+                                  host=host, workload='all_reduce_perf')
+    report = _report()
+    report['hosts'].setdefault(host, {'status': 'pass', 'findings': []}).setdefault('workloads', []).append(
+        {'kind': 'nccl_tests', 'component': 'all_reduce_perf', 'exit_code': 0, 'dmon': entry})
+    return report
 
 
 def test_dmon_figures():
-    dmon = {'gpu-host': _dmon_summary('h200x2_dmon_busy-derived-throttle-gpu1.txt')}
-    samples = _samples(_prom.render(_report(), dmon=dmon))
-    gpu1 = {'host': 'gpu-host', 'gpu': 'gpu1'}
+    samples = _samples(_prom.render(_dmon_report('h200x2_dmon_busy-derived-throttle-gpu1.txt')))
+    gpu1 = {'host': 'gpu-host', 'component': 'all_reduce_perf', 'gpu': 'gpu1'}
     assert _one(samples, 'xuanwu_gpu_dmon_samples', **gpu1) == 15
     assert _one(samples, 'xuanwu_gpu_dmon_load_samples', **gpu1) == 14
     assert _one(samples, 'xuanwu_gpu_sm_clock_under_load_min_mhz', **gpu1) == 1410
-    assert _one(samples, 'xuanwu_gpu_sm_clock_under_load_min_mhz', host='gpu-host', gpu='gpu0') == 1980
+    assert _one(samples, 'xuanwu_gpu_sm_clock_under_load_min_mhz', host='gpu-host', component='all_reduce_perf', gpu='gpu0') == 1980
     assert _one(samples, 'xuanwu_gpu_violation_max', counter='pviol', **gpu1) == 38
     assert _one(samples, 'xuanwu_gpu_power_watts', stat='max', **gpu1) == 291
     assert _one(samples, 'xuanwu_gpu_utilization_percent', engine='sm', stat='median', **gpu1) == 96
@@ -229,12 +235,37 @@ def test_dmon_figures():
 
 
 def test_dmon_columns_not_printed_have_no_sample():
-    dmon = {'gpu-host': _dmon_summary('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt')}
-    samples = _samples(_prom.render(_report(), dmon=dmon, hosts=['gpu-host']))
+    report = _dmon_report('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt')
+    samples = _samples(_prom.render(report, hosts=['gpu-host']))
     assert 'xuanwu_gpu_framebuffer_used_mebibytes' not in samples and 'xuanwu_gpu_violation_max' not in samples
     assert not any(dict(k)['sensor'] == 'memory' for k in samples['xuanwu_gpu_temperature_celsius'])
-    assert _one(samples, 'xuanwu_gpu_clock_mhz', host='gpu-host', gpu='gpu0', clock='sm', stat='min') == 582
-    assert 'xuanwu_gpu_dmon_samples' not in _samples(_prom.render(_report(), dmon=dmon, hosts=['other']))
+    assert _one(samples, 'xuanwu_gpu_clock_mhz', host='gpu-host', component='all_reduce_perf', gpu='gpu0', clock='sm',
+                stat='min') == 582
+    assert 'xuanwu_gpu_dmon_samples' not in _samples(_prom.render(report, hosts=['other']))
+
+
+@pytest.mark.parametrize('curve, size, floor', [
+    ([{'min_bytes': 16, 'busbw_gbps_min': 1.5}, {'min_bytes': 1024, 'busbw_gbps_min': 9}], '8', None),
+    ([{'min_bytes': 16, 'busbw_gbps_min': 1.5}, {'min_bytes': 1024, 'busbw_gbps_min': 9}], '16', 1.5),
+    ([{'min_bytes': 1024, 'busbw_gbps_min': 9}, {'min_bytes': 16, 'busbw_gbps_min': 1.5}], '1023', 1.5),
+    ([{'min_bytes': 16, 'busbw_gbps_min': 1.5}, {'min_bytes': 1024, 'busbw_gbps_min': 9}], '8589934592', 9),
+    (None, '16', None),
+    ([{'min_bytes': 'x'}, 'junk'], '16', None),
+])
+def test_floor_at(curve, size, floor):
+    assert _prom.floor_at(curve, size) == floor
+
+
+def test_floor_beside_the_busbw():
+    report = _report()
+    host = sorted(h for h, e in report['hosts'].items() if any(w.get('busbw_gbps') for w in e.get('workloads') or []))[0]
+    run = [w for w in report['hosts'][host]['workloads'] if w.get('busbw_gbps')][0]
+    sizes = sorted(run['busbw_gbps'], key=int)
+    run['curve'] = [{'min_bytes': int(sizes[-1]), 'busbw_gbps_min': 123.5}]
+    samples = _samples(_prom.render(report))
+    floors = dict((dict(k)['size_bytes'], v) for k, v in samples['xuanwu_collective_busbw_floor_gbytes'].items()
+                  if dict(k)['host'] == host)
+    assert floors == {sizes[-1]: 123.5}
 
 
 def test_docs_list_every_metric_check_and_bound():
