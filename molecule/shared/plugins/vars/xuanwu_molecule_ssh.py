@@ -37,8 +37,9 @@ class VarsModule(BaseVarsPlugin):
         folder = os.path.join(ephemeral, 'ssh')
         try:
             with open(os.path.join(folder, 'hosts.json')) as handle:
-                hosts = json.load(handle)
-        except (OSError, ValueError):
+                listed = json.load(handle)
+            hosts, control_dir = listed['hosts'], listed['control_dir']
+        except (OSError, ValueError, KeyError, TypeError):
             return {}
         if not isinstance(entities, list):
             entities = [entities]
@@ -50,10 +51,10 @@ class VarsModule(BaseVarsPlugin):
                     'ansible_user': 'root',
                     'ansible_port': 22,
                     'ansible_ssh_private_key_file': os.path.join(folder, 'id_ed25519'),
-                    # the run's own master connections: prepare.yml removes the folder, so a master left by an
-                    # earlier run (to a container now gone, maybe at the same address) is never reused
+                    # the run's own master connections, in a short folder of this run (a socket path has at most
+                    # 107 bytes): a master left by an earlier run, to a container now gone, is never reused
                     'ansible_ssh_common_args': '-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR '
-                                               '-o ControlPath=%s/cm-%%C' % folder,
+                                               '-o ControlPath=%s/%%C' % control_dir,
                     'ansible_pipelining': True,
                 }
         return {}
