@@ -35,7 +35,8 @@ def prometheus_scrape_configs(hosts, hostvars, node_port=9100, dcgm_hosts=None, 
     dcgm_hosts = list(dcgm_hosts or [])
     try:
         addresses = _addresses(list(hosts) + dcgm_hosts, hostvars)
-        return _scrape.scrape_configs(hosts, addresses, node_port=node_port, dcgm_hosts=dcgm_hosts, dcgm_port=dcgm_port, self_target=self_target, node_job=node_job, dcgm_job=dcgm_job)
+        return _scrape.scrape_configs(hosts, addresses, node_port=node_port, dcgm_hosts=dcgm_hosts, dcgm_port=dcgm_port,
+                                      self_target=self_target, node_job=node_job, dcgm_job=dcgm_job)
     except ValueError as err:
         raise AnsibleFilterError('prometheus_scrape_configs: %s' % err)
 
