@@ -85,6 +85,6 @@ print('with dmon: median %.1f  (%s)' % (md, ' '.join('%.1f' % v for v in dmon)))
 print('ratio with/alone: %.4f' % (md / ma))
 PY
 # flat copies of the run's report (the folder's name is the run id) and one archive of the overhead runs
-report="$(ls -d "$OUT"/reports/*/ 2>/dev/null | head -1)"
+report="$(find "$OUT/reports" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -1)"
 [ -n "$report" ] && for f in report.json report.md junit.xml xuanwu.prom; do cp "$report/$f" "$OUT/validate-$f"; done
 tar czf "$OUT/overhead.tgz" -C "$OUT" overhead && rm -rf "$OUT/overhead" "$OUT/reports"

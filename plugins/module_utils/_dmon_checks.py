@@ -36,6 +36,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import 
 
 SUMMARY_COLUMNS = ('pwr', 'sm', 'mem', 'gtemp', 'mtemp', 'pclk', 'mclk', 'fb')
 VIOLATION_COLUMNS = ('pviol', 'tviol')
+ECC_COLUMNS = ('sbecc', 'dbecc')      # ECC errors dmon counted in each interval (-s e)
 DEFAULT_BOUNDS = {
     'load_sm_pct': 80,            # a sample is under load when its sm % is at least this
     'min_load_samples': 3,        # fewer samples under load: throttling and memory growth are not measured
@@ -45,6 +46,8 @@ DEFAULT_BOUNDS = {
     'gtemp_max_c': None,          # None: the GPU temperature is not checked
     'mtemp_max_c': None,          # None: the memory temperature is not checked
     'fb_growth_max_mb': 1024,     # fb rising in every step under load by more than this is a leak
+    'dbecc_max': 0,               # double-bit (uncorrectable) ECC errors during a workload above this fail
+    'sbecc_max': None,            # None: single-bit (corrected) ECC errors are counted, not checked
 }
 _FRACTIONS = ('clock_min_fraction',)
 
@@ -67,6 +70,11 @@ CHECKS = {
         '(caching allocator, tensors kept across steps) or another process on the GPU (nvidia-smi '
         '--query-compute-apps=pid,used_memory --format=csv)',
         kind='gpu<N>', compares='fb rising in every step under load, last - first vs fb_growth_max_mb'),
+    'dmon.ecc': _findings.entry(
+        'ECC errors while the workload ran', _findings.FAIL,
+        'read nvidia-smi -q -d ECC,ROW_REMAPPER for {component}: uncorrectable errors under load mean the GPU memory is '
+        'failing; drain the node, reset the GPU, and open an RMA with the node serial if they come back',
+        kind='gpu<N>', compares='dbecc summed over the samples vs dbecc_max (fail); sbecc vs sbecc_max (warn, when set)'),
     'dmon.not_measured': _findings.entry(
         'A dmon check could not see its inputs', _findings.WARN,
         'sample with nvidia-smi dmon -s pucvmet while the workload loads every GPU ({how})',
@@ -84,6 +92,11 @@ def _stats(values):
     if not values:
         return None
     return {'min': min(values), 'median': _median(values), 'max': max(values), 'n': len(values)}
+
+
+def _total(values):
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(values) if values else None
 
 
 def _column(samples, name):
@@ -130,6 +143,8 @@ def summarise(parsed, load_sm_pct=DEFAULT_BOUNDS['load_sm_pct']):
             'samples': len(samples),
             'series': dict((name, _stats(_column(samples, name)))
                            for name in SUMMARY_COLUMNS + VIOLATION_COLUMNS if name in names),
+            # the errors counted in each interval, summed over the run (None: the GPU printed "-")
+            'ecc': dict((name, _total(_column(samples, name))) for name in ECC_COLUMNS if name in names),
             'fb_first': fb[0] if fb else None,
             'fb_last': fb[-1] if fb else None,
             'load': _load_summary(samples, names, load_sm_pct),
@@ -256,6 +271,21 @@ def _memory_growth(out, component, gpu, bounds):
                 '%s: GPU memory grew in every sample under load, by %s MB' % (component, _g(growth)))
 
 
+def _ecc(out, component, gpu, bounds):
+    ecc = gpu.get('ecc') or {}
+    for name, key, severity, what in (('dbecc', 'dbecc_max', _findings.FAIL, 'double-bit (uncorrectable)'),
+                                      ('sbecc', 'sbecc_max', _findings.WARN, 'single-bit (corrected)')):
+        if bounds[key] is None:
+            continue
+        if ecc.get(name) is None:
+            out.not_measured(component, 'dmon.ecc', name, 'dmon printed no %s ECC count (-s e; "-" where ECC is off)' % what)
+        elif ecc[name] > bounds[key]:
+            out.found.append(_findings.make(
+                CHECKS, out.host, 'dmon.ecc', component, '%s %s' % (name, _g(ecc[name])), '%s <= %s' % (name, _g(bounds[key])),
+                '%s: %s %s ECC error(s) while the workload ran' % (component, _g(ecc[name]), what), severity=severity,
+                context={'component': component}))
+
+
 def findings(summary, bounds=None, host=None):
     """The findings of a :func:`summarise` result under ``bounds`` (merged over ``DEFAULT_BOUNDS``).
 
@@ -288,6 +318,7 @@ def findings(summary, bounds=None, host=None):
         _throttle(out, component, gpu, bounds, reference)
         _temperature(out, component, gpu, bounds)
         _memory_growth(out, component, gpu, bounds)
+        _ecc(out, component, gpu, bounds)
     return sorted(out.found, key=_findings.sort_key)
 
 

@@ -430,6 +430,12 @@ SCHEMA = {
                 'fb_growth_max_mb': {'type': 'float', 'default': 1024, 'min': 0,
                                      'description': 'Framebuffer memory rising in every sample under load by more than '
                                                     'this, MiB, is a leak.'},
+                'dbecc_max': {'type': 'int', 'default': 0, 'min': 0,
+                              'description': 'Double-bit (uncorrectable) ECC errors dmon counted during a workload above '
+                                             'this fail (dmon.ecc).'},
+                'sbecc_max': {'type': 'int', 'min': 0,
+                              'description': 'Single-bit (corrected) ECC errors during a workload above this warn. Absent: '
+                                             'counted, not checked.'},
             },
         },
         'workloads': {

@@ -76,6 +76,8 @@ METRICS = (
     ('xuanwu_gpu_sm_clock_under_load_min_mhz', 'Lowest SM clock of a GPU while under load.', ('host', 'component', 'gpu')),
     ('xuanwu_gpu_framebuffer_used_mebibytes', 'GPU framebuffer memory in use (dmon fb, MiB; stat: min, median, max, '
      'first, last).', ('host', 'component', 'gpu', 'stat')),
+    ('xuanwu_gpu_ecc_errors', 'ECC errors dmon counted on a GPU during a workload (counter: sbecc single-bit, dbecc '
+     'double-bit), summed over its samples.', ('host', 'component', 'gpu', 'counter')),
     ('xuanwu_gpu_violation_max', 'Highest power (pviol, %) and thermal (tviol) violation value of a GPU.',
      ('host', 'component', 'gpu', 'counter')),
 )
@@ -268,6 +270,9 @@ def _dmon(metrics, host, summary, component):
         for counter in ('pviol', 'tviol'):
             stats = series.get(counter) if isinstance(series.get(counter), dict) else {}
             metrics.add('xuanwu_gpu_violation_max', dict(labels, counter=counter), stats.get('max'))
+        ecc = entry.get('ecc') if isinstance(entry.get('ecc'), dict) else {}
+        for counter in ('sbecc', 'dbecc'):
+            metrics.add('xuanwu_gpu_ecc_errors', dict(labels, counter=counter), ecc.get(counter))
         load = entry.get('load') if isinstance(entry.get('load'), dict) else {}
         metrics.add('xuanwu_gpu_dmon_load_samples', labels, load.get('samples'))
         metrics.add('xuanwu_gpu_sm_clock_under_load_min_mhz', labels, load.get('pclk_min'))

@@ -29,6 +29,10 @@ description:
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
   - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
     (they appear in the report).
+  - When O(run) holds C(dmon) (M(xuanwu.cluster.workload_run) sampled C(nvidia-smi dmon) beside the workload), the samples
+    are judged against the profile's C(monitoring) bounds (C(dmon.throttle), C(dmon.temperature), C(dmon.memory_growth),
+    C(dmon.unparsable); C(docs/metrics.md)) and the run's summary keeps a per-GPU summary and at most 120 points per
+    figure. For C(nccl_tests) the summary also keeps the profile's floor curve of the collective (C(curve)).
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
 options:
@@ -63,6 +67,13 @@ options:
   debug_run:
     description: A diagnostic re-run (for example with C(NCCL_DEBUG=INFO)) whose command and log end are kept in the report.
     type: dict
+  dmon_required:
+    description:
+      - V(true) makes dmon sampling that could not run, and each dmon check that could not see its inputs (too few samples
+        under load, a column dmon did not print), a C(dmon.not_measured) finding (warn).
+      - V(false) lists them in the run's C(dmon.not_judged) (or C(dmon.not_measured)) only.
+    type: bool
+    default: false
 '''
 
 EXAMPLES = r'''

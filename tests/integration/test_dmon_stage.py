@@ -3,9 +3,7 @@ report.json and exported as Prometheus textfile metrics on the controller and on
 doubles: nccl-tests print a real 4x H200 capture, nvidia-smi dmon prints a 2x H200 capture (real, or a derived
 fault: tests/fixtures/dmon/README.md) and runs until it is stopped; any other nvidia-smi call is 'not found', as
 on the test host."""
-import json
 import os
-import sys
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -109,6 +107,18 @@ def test_a_healthy_run_passes_with_its_samples_and_without_export(tmp_path, monk
     assert [sorted(w['dmon']['gpus']) for w in entry['workloads']] == [['gpu0', 'gpu1']] * 2
     assert not os.path.exists(os.path.join(folder, 'metrics'))
     assert 'Export the metrics' in out and 'skipping: no hosts matched' in out
+
+
+def test_a_textfile_folder_that_is_not_there_is_said_and_changes_no_result(tmp_path, monkeypatch):
+    bindir = doubles(tmp_path, 'h200x2_dmon_busy.txt', monkeypatch)
+    missing = tmp_path / 'no-such-folder'
+    rc, out, (folder, report) = run_validate(tmp_path, _inventory(tmp_path, bindir), '-e',
+                                             'xuanwu_prometheus_textfile_dir=%s' % missing)
+    assert rc == 0, out[-3000:]
+    said = ' '.join(out.split())        # the output wraps long messages
+    assert 'could not be written to %s/xuanwu.prom on gpu-a' % missing in said and 'does not exist' in said and 'rescued=1' in out
+    assert not missing.exists()
+    assert os.path.exists(os.path.join(folder, 'metrics', 'gpu-a.prom')) and report['hosts']['gpu-a']['status'] != 'fail'
 
 
 def test_a_hot_gpu_breaks_the_profiles_bound(tmp_path, monkeypatch):

@@ -45,11 +45,19 @@ CASES = [
         ('gpu%d' % i, [LOAD_NOT_MEASURED]) for i in range(4))),
     # -s mutc: no p (power, temperatures) and no v (violations) columns
     ('public_dmon_-i_0_-s_mutc_-o_TD.txt', TEMPS, {'gpu0': [
-        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'gtemp (dmon.temperature)'),
+        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'dbecc (dmon.ecc)'), ('dmon.not_measured', 'warn', 'gtemp (dmon.temperature)'),
         ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
-    # mtemp printed as "-" (no sensor): requested, so not measured
+    # mtemp, sbecc and dbecc printed as "-" (no sensor, ECC off): requested, so not measured
     ('public_dmon_-s_pucet_-i_0_-o_DT_-d_2.txt', dict(TEMPS, min_load_samples=0), {'gpu0': [
-        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+        LOAD_NOT_MEASURED, ('dmon.not_measured', 'warn', 'dbecc (dmon.ecc)'), ('dmon.not_measured', 'warn', 'mtemp (dmon.temperature)')]}),
+    # ECC: two double-bit errors on GPU1 under load fail; single-bit ones are counted, checked once bounded
+    ('h200x2_dmon_busy-derived-dbecc-gpu1.txt', TEMPS, {'gpu1': [('dmon.ecc', 'fail', 'dbecc <= 0')]}),
+    ('h200x2_dmon_busy-derived-dbecc-gpu1.txt', dict(TEMPS, dbecc_max=2, sbecc_max=0), {}),
+    # a real validate.yml run on a 1x H200 host (idle, nccl-tests, torch): healthy under load, fb within the bound;
+    # a bound under its 46 C is crossed
+    ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', TEMPS, {}),
+    ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', dict(TEMPS, gtemp_max_c=45), {'gpu0': [
+        ('dmon.temperature', 'fail', 'gtemp <= 45 C')]}),
     # a profile clock: a GPU that ran below it the whole time
     ('h200x2_dmon_busy.txt', {'sm_clock_mhz': 2400}, dict((gpu, [(
         'dmon.throttle', 'fail', 'pclk >= 2160 MHz (0.9 x 2400 MHz, sm_clock_mhz), pviol/tviol <= 0')])
@@ -114,14 +122,14 @@ def test_memory_that_falls_once_is_not_growth():
     summary = _text_summary('# gpu  sm  fb\n# Idx   %  MB\n' + rows)
     assert summary['gpus']['gpu0']['load']['fb_rising'] is False
     assert [f['check'] for f in dmon.findings(summary, {'min_load_samples': 1}, host='h')] == [
-        'dmon.not_measured', 'dmon.not_measured']        # no pclk and no violation counters printed
+        'dmon.not_measured'] * 3        # no pclk, no violation counters and no ECC counts printed
 
 
 def test_no_sm_column_is_not_measured():
     summary = _text_summary('# gpu  pwr  fb\n# Idx    W  MB\n 0  300  100\n')
     found = dmon.findings(summary, None, host='h')
     assert [(f['check'], f['component'], f['expected']) for f in found] == [
-        ('dmon.not_measured', 'gpu0', 'sm % (dmon.throttle)')]
+        ('dmon.not_measured', 'gpu0', 'sm % (dmon.throttle)'), ('dmon.not_measured', 'gpu0', 'dbecc (dmon.ecc)')]
 
 
 def test_no_samples_is_not_measured():
@@ -196,7 +204,7 @@ def _run_of(name, **extra):
 
 def test_judge_run_throttle_names_the_workload_and_keeps_sparklines():
     found, entry = dmon.judge_run(_run_of('h200x2_dmon_busy-derived-throttle-gpu1.txt'), host='n1',
-                                          workload='all_reduce_perf')
+                                  workload='all_reduce_perf')
     assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.throttle', 'gpu1', 'fail')]
     assert found[0]['message'].startswith('during all_reduce_perf: gpu1 throttled under load')
     assert entry['command'] == 'nvidia-smi dmon -s pucvmet -d 1' and entry['interval_s'] == 1
@@ -231,7 +239,7 @@ def test_judge_run_without_samples(run, reason):
 
 def test_judge_run_output_that_is_not_dmon_is_unparsable():
     found, entry = dmon.judge_run({'command': 'c', 'stdout': 'Failed to initialize NVML: Driver/library version mismatch\n'},
-                                          host='n1', workload='w')
+                                  host='n1', workload='w')
     assert [(f['check'], f['component']) for f in found] == [('dmon.unparsable', 'dmon')]
     assert 'Driver/library version mismatch' in found[0]['measured'] and entry['unparsable']
 

@@ -11,7 +11,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _prom
 from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import judge_run
-from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..'))
@@ -232,6 +231,13 @@ def test_dmon_figures():
     assert _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='first', **gpu1) == 1643
     assert _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='last', **gpu1) == 2483
     assert len(samples['xuanwu_gpu_dmon_samples']) == 2
+    assert _one(samples, 'xuanwu_gpu_ecc_errors', counter='dbecc', **gpu1) == 0
+
+
+def test_dmon_ecc_errors_are_summed():
+    samples = _samples(_prom.render(_dmon_report('h200x2_dmon_busy-derived-dbecc-gpu1.txt')))
+    assert _one(samples, 'xuanwu_gpu_ecc_errors', host='gpu-host', component='all_reduce_perf', gpu='gpu1', counter='dbecc') == 2
+    assert _one(samples, 'xuanwu_gpu_ecc_errors', host='gpu-host', component='all_reduce_perf', gpu='gpu0', counter='dbecc') == 0
 
 
 def test_dmon_columns_not_printed_have_no_sample():
