@@ -95,7 +95,11 @@ mkdir -p "$LOG_DIR"
 JOBS="${MOLECULE_JOBS:-2}"
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "MOLECULE_JOBS must be a positive number, got '$JOBS'"
 RESULT_DIR="$(mktemp -d "${TMPDIR:-/tmp}/molecule-results.XXXXXX")" || die "mktemp failed"
-trap 'rm -rf "$RESULT_DIR"' EXIT
+# SSH master connections of this run's containers (molecule/shared/prepare.yml), in a short path: a unix socket's
+# path has at most 107 bytes.
+XUANWU_MOLECULE_CONTROL_ROOT="$(mktemp -d /tmp/xwm.XXXXXX)" || die "mktemp failed"
+export XUANWU_MOLECULE_CONTROL_ROOT
+trap 'rm -rf "$RESULT_DIR" "$XUANWU_MOLECULE_CONTROL_ROOT"' EXIT
 
 # One scenario: waits for another run of it on this machine (same container names), runs
 # `molecule test` with its output in its own log, and leaves "exit seconds" in RESULT_DIR/<name>.
