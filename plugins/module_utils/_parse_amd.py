@@ -561,3 +561,49 @@ def merge_devices(static, metric=None, bad_pages=None):
                 merged.setdefault('parse_error', pages['parse_error'])
         devices.append(merged)
     return devices
+
+
+def _combine_up(values):
+    values = [v for v in values]
+    if any(v is False for v in values):
+        return False
+    if values and all(v is True for v in values):
+        return True
+    return None
+
+
+def pair_links(topology, xgmi=None):
+    """Every GPU pair ``"A-B"`` (A < B) as one record: ``{link_type, up, hops, status, bit_rate_gbps,
+    sides}``. ``link_type`` is XGMI only when both sides say so (else the other type one side reports),
+    ``up`` is False when either side (topology link_status or xgmi link state) says down, True when every
+    side read says up, None when no side reports a state; ``hops`` is the larger of the two."""
+    links = {}
+    rates = {}
+    for index, entry in (xgmi or {}).items():
+        if isinstance(entry, dict):
+            rates[str(index)] = entry
+    for pair, sides in sorted(((topology or {}).get('links') or {}).items()):
+        if not isinstance(sides, dict) or 'parse_error' in sides:
+            continue
+        records = [rec for rec in sides.values() if isinstance(rec, dict)]
+        types = [rec.get('link_type') for rec in records if rec.get('link_type')]
+        other = [t for t in types if t != 'XGMI']
+        ups = [rec.get('up') for rec in records if rec.get('up') is not None]
+        a, b = pair.split('-', 1)
+        for src, dst in ((a, b), (b, a)):
+            state = ((rates.get(src) or {}).get('links') or {}).get(dst) or {}
+            if state.get('up') is not None:
+                ups.append(state['up'])
+        hops = [rec.get('hops') for rec in records if isinstance(rec.get('hops'), int)]
+        bit_rates = [(rates.get(i) or {}).get('bit_rate_gbps') for i in (a, b)]
+        bit_rates = [r for r in bit_rates if r is not None]
+        statuses = sorted(set(rec.get('status') for rec in records if rec.get('status')))
+        links[pair] = {
+            'link_type': other[0] if other else (types[0] if types else None),
+            'up': _combine_up(ups),
+            'status': '/'.join(statuses) if statuses else None,
+            'hops': max(hops) if hops else None,
+            'bit_rate_gbps': min(bit_rates) if bit_rates else None,
+            'sides': sides,
+        }
+    return links
