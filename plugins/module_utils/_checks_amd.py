@@ -119,9 +119,11 @@ def _check_device(run, want, dev, name, tool):
                     **with_text(ctx, REMEDIATION['gpu.ecc_mode']))
     limits = want['ecc_errors']
     if any(limits.get(k) is not None for k in limits):
-        if not isinstance(dev.get('ecc_errors'), dict) or not [v for v in dev['ecc_errors'].get('volatile', {}).values()
-                                                                if v is not None]:
-            run.not_measured(name, 'ECC error counters', 'amd-smi metric --ecc' + (' (rocm-smi prints none)' if tool == 'rocm-smi' else ''))
+        ecc = dev.get('ecc_errors') if isinstance(dev.get('ecc_errors'), dict) else {}
+        volatile = ecc.get('volatile') if isinstance(ecc.get('volatile'), dict) else {}
+        if not [v for v in volatile.values() if v is not None]:
+            how = 'amd-smi metric --ecc' + (' (rocm-smi prints none)' if tool == 'rocm-smi' else '')
+            run.not_measured(name, 'ECC error counters', how)
         else:
             checks_gpu._check_ecc_counts(run, want, dev, name, label, ctx, remediation=REMEDIATION)
     _check_bad_pages(run, want, dev, name, label, ctx)

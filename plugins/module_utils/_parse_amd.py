@@ -564,7 +564,6 @@ def merge_devices(static, metric=None, bad_pages=None):
 
 
 def _combine_up(values):
-    values = [v for v in values]
     if any(v is False for v in values):
         return False
     if values and all(v is True for v in values):

@@ -480,7 +480,7 @@ def _amd_gpu_facts(parsed, statuses):
     static = parsed.get('amd_static')
     record = statuses.get('amd_static') or {}
     gpu = {'vendor': 'amd', 'installed': _installed(statuses, 'amd_static'),
-           'tool': str(record.get('command') or '').split(' ')[0].rsplit('/', 1)[-1] or None,
+           'tool': str(record.get('command') or '').split(' ', 1)[0].rsplit('/', 1)[-1] or None,
            'count': None, 'driver_version': None, 'devices': []}
     if static is not None:
         gpu['devices'] = amd_p.merge_devices(static, parsed.get('amd_metric'), parsed.get('amd_bad_pages'))

@@ -69,7 +69,7 @@ def mutated(draw):
     except ValueError:
         return text
     doc = copy.deepcopy(doc)
-    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+    for _edit in range(data.draw(st.integers(min_value=1, max_value=4))):
         node = doc
         for _depth in range(6):
             keys = list(node) if isinstance(node, dict) else list(range(len(node)))
