@@ -2,8 +2,13 @@
 rocm-smi), assembled into the NVIDIA-shaped ``gpu`` facts, captured and replayed through a bundle; a node
 without ROCm reads exactly as before."""
 import json
+import os
+
+import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
+from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import evaluate
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import validate_profile
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
 
 AMD_KEYS = ['amd_bad_pages', 'amd_metric', 'amd_static', 'amd_topology', 'amd_version', 'amd_xgmi']
@@ -76,3 +81,15 @@ def test_probe_table_lists_the_amd_probes():
     for key in AMD_KEYS:
         assert '| `%s` | gpu |' % key in table
     assert '`amd-smi static --json`, else `/opt/rocm/bin/amd-smi static --json`, else `rocm-smi --showallinfo --json`' in table
+
+
+def test_one_gpu_not_understood_spoils_only_its_section():
+    facts = amd_node.facts(replace={'amd-smi static --json': 'amd-smi_static_--json_mi300x8-derived-gpu2-negative-vram.json'},
+                           groups=('gpu',))
+    record = facts['probes']['amd_static']
+    assert record['status'] == 'ok' and [e['section'] for e in record['section_errors']] == ['gpu2']
+    assert facts['gpu']['count'] == 8 and facts['gpu']['devices'][3]['memory_total_mib'] == 196592
+    with open(os.path.join(amd_node.AMD, '..', '..', '..', 'profiles', 'mi300x-8.yml')) as handle:
+        profile = validate_profile(yaml.safe_load(handle), 'mi300x-8')
+    found = sorted((f['check'], f['component']) for f in evaluate(facts, profile, 'n') if f['severity'] == 'fail')
+    assert found == [('probe.section_parse_error', 'probe amd_static: gpu2')]
