@@ -19,10 +19,12 @@ CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus', 'corpus.yml')
 HEADER = """# The fault corpus
 
 Every fault below is a capture bundle derived from the real captures in `tests/fixtures/hardware/`
-(`tests/fixtures/corpus/corpus.yml` says which outputs each fault replaces or edits; the derived
-files are listed in `tests/fixtures/derived/*/README.md`). `tests/unit/test_fault_corpus.py`
+(`tests/fixtures/corpus/corpus.yml` says which outputs each fault replaces, edits or removes; the derived
+files are listed in `tests/fixtures/derived/*/README.md`, the AMD ones, built from published amd-smi
+outputs, in `tests/fixtures/amd/README.md`). `tests/unit/test_fault_corpus.py`
 replays each one through the probe engine and the checks and requires **exactly** the findings
-listed (every `fail` and `warn`); the healthy base must produce none. Build any of them as a
+listed (every `fail` and `warn`); each healthy base (`h200x4-healthy`, `mi300x8-healthy` with profile
+`mi300x-8`) must produce none. Build any of them as a
 bundle with `python3 scripts/make_bundles.py fault ID DIR` and replay it with
 `xuanwu_replay_dir: DIR`.
 
@@ -37,6 +39,7 @@ def render(corpus):
     rows = []
     for i, fault in enumerate(corpus['faults'], 1):
         changed = sorted(set(list((fault.get('replace') or {}).keys()) + list((fault.get('edit') or {}).keys())))
+        changed += ['%s removed' % key for key in fault.get('remove') or []]
         if fault.get('overrides'):
             changed.append('profile override')
         expect = '<br>'.join('`%s` → %s, %s' % (e['check'], e['component'], e['severity']) for e in fault['expect'])

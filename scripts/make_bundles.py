@@ -47,7 +47,7 @@ def _import_probe():
 def default_command(key):
     """The command line the live probe runs for ``key`` (what a real capture would record)."""
     probe_mod = _import_probe()
-    probes = probe_mod.base_probes()
+    probes = probe_mod.base_probes() + probe_mod.amd_probes()
     if ':' in key:
         probes = probe_mod.interface_probes(key.split(':', 1)[1])
     for probe in probes:

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _dmon_checks,
-    _checks, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
+    _checks, _checks_amd, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
 )
 
 _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
@@ -24,6 +24,8 @@ _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
 AREAS = (
     ('Probes and facts', _NODE + ' (plugins/module_utils/_checks.py)', _checks.PROBE_CHECKS),
     ('GPU', _NODE + ' (plugins/module_utils/_checks_gpu.py)', _checks_gpu.CHECKS),
+    ('AMD GPU', _NODE + ' for profiles with gpu.vendor amd (plugins/module_utils/_checks_amd.py); gpu.count, gpu.model, '
+     'gpu.memory, gpu.pcie_*, gpu.ecc_* also apply, with AMD remediation texts', _checks_amd.CHECKS),
     ('InfiniBand, network, RoCE and link flaps', _NODE + ' (plugins/module_utils/_checks_fabric.py)', _checks_fabric.CHECKS),
     ('Host, hygiene before a job, software', _NODE + ' (plugins/module_utils/_checks_host.py)', _checks_host.CHECKS),
     ('Hosts compared with each other', _NODE + ', across the hosts of one profile (plugins/module_utils/_checks.py)',
@@ -70,7 +72,8 @@ def checks_markdown():
         'no check below is a profile error.',
         '',
         'Missing facts never pass a required item: a tool that is not installed where the profile needs its',
-        'hardware fails (`gpu.driver_missing`, `ib.tools_missing`, `host.chrony_missing`, `software.*`); a',
+        'hardware fails (`gpu.driver_missing`, `gpu.amd_tools_missing`, `ib.tools_missing`, `host.chrony_missing`,',
+        '`software.*`); a',
         'failed or unparseable probe fails through `probe.*`; facts that were not collected give',
         '`facts.not_collected` (info); a value the tool did not report gives `facts.not_measured` (warn).',
         'A stage that was asked for and measured nothing fails with `workload.not_measured`.',

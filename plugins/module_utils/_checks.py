@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks_fabric, _checks_gpu, _checks_host, _findings, _probe
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks_amd, _checks_fabric, _checks_gpu, _checks_host, _findings, _probe
 from ansible_collections.xuanwu.cluster.plugins.module_utils._checks_base import (
     _Run, _c, _get,
 )
@@ -75,7 +75,7 @@ CONSISTENCY_CHECKS = {
 }
 
 # Every node check, in the order of docs/checks.md.
-CHECKS = _findings.join(PROBE_CHECKS, _checks_gpu.CHECKS, _checks_fabric.CHECKS, _checks_host.CHECKS, CONSISTENCY_CHECKS)
+CHECKS = _findings.join(PROBE_CHECKS, _checks_gpu.CHECKS, _checks_amd.CHECKS, _checks_fabric.CHECKS, _checks_host.CHECKS, CONSISTENCY_CHECKS)
 
 DEFAULT_GROUP_KEYS = ('software.driver_version', 'software.nccl_version', 'software.cuda_toolkit_version', 'host.kernel.release')
 
@@ -148,7 +148,10 @@ def check_node(facts, profile, host):
     """Check one host's facts against a normalised profile; return the findings (a list)."""
     run = _Run(facts, profile, host, CHECKS)
     _check_probes(run)
-    _checks_gpu.check_gpu(run)
+    if (run.profile.get('gpu') or {}).get('vendor') == 'amd':
+        _checks_amd.check_amd(run)
+    else:
+        _checks_gpu.check_gpu(run)
     _checks_fabric.check_infiniband(run)
     _checks_fabric.check_network(run)
     _checks_host.check_host(run)

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._checks_base import (
     _c, _num, _link_score, link_at_least, _norm_bus,
 )
@@ -166,6 +167,8 @@ def check_gpu(run):
     if not want:
         return
     gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
+    if gpu.get('vendor') == 'amd':
+        gpu = {'installed': False}    # an AMD node: no NVIDIA driver
     status = run.status('nvidia_query_gpu')
     devices = [d for d in (gpu.get('devices') or []) if isinstance(d, dict)]
     if gpu.get('installed') is False or (status == 'missing' and not devices):
@@ -233,19 +236,7 @@ def _check_gpu_device(run, want, dev, name):
     index = dev.get('index')
     label = '%s (%s)' % (name, dev.get('bus_id')) if dev.get('bus_id') else name
     ctx = {'index': index if index is not None else name[3:], 'bus': dev.get('bus_id') or '<bus>'}
-    if want.get('model'):
-        model = dev.get('name')
-        if model is None:
-            run.not_measured(name, 'GPU model', 'nvidia-smi -L')
-        elif want['model'].lower() not in str(model).lower():
-            run.add('gpu.model', name, model, want['model'], '%s is a %s, profile wants %s' % (label, model, want['model']), **ctx)
-    if want.get('memory_mib_min') is not None:
-        mem = _num(dev.get('memory_total_mib'))
-        if mem is None:
-            run.not_measured(name, 'memory size', 'nvidia-smi -q -d MEMORY')
-        elif mem < want['memory_mib_min']:
-            run.add('gpu.memory', name, int(mem), want['memory_mib_min'],
-                    '%s has %d MiB, profile wants at least %d MiB' % (label, mem, want['memory_mib_min']), **ctx)
+    check_model_memory(run, want, dev, name, label, ctx, ('nvidia-smi -L', 'nvidia-smi -q -d MEMORY'))
     _check_pcie(run, want['pcie'], dev, name, label, ctx)
     if want['persistence_mode_required']:
         mode = dev.get('persistence_mode')
@@ -262,7 +253,28 @@ def _check_gpu_device(run, want, dev, name):
     _check_gpu_health(run, want, dev, name, label, ctx)
 
 
-def _check_pcie(run, want, dev, name, label, ctx):
+def check_model_memory(run, want, dev, name, label, ctx, how, remediation=None):
+    """gpu.model and gpu.memory; ``how`` is (how to read the model, how to read the memory size) by hand,
+    ``remediation`` a vendor's texts by check id."""
+    remediation = remediation or {}
+    if want.get('model'):
+        model = dev.get('name')
+        if model is None:
+            run.not_measured(name, 'GPU model', how[0])
+        elif want['model'].lower() not in str(model).lower():
+            run.add('gpu.model', name, model, want['model'], '%s is a %s, profile wants %s' % (label, model, want['model']),
+                    **_with(ctx, remediation.get('gpu.model')))
+    if want.get('memory_mib_min') is not None:
+        mem = _num(dev.get('memory_total_mib'))
+        if mem is None:
+            run.not_measured(name, 'memory size', how[1])
+        elif mem < want['memory_mib_min']:
+            run.add('gpu.memory', name, int(mem), want['memory_mib_min'],
+                    '%s has %d MiB, profile wants at least %d MiB' % (label, mem, want['memory_mib_min']),
+                    **_with(ctx, remediation.get('gpu.memory')))
+
+
+def _check_pcie(run, want, dev, name, label, ctx, how='nvidia-smi -q -d PCI'):
     gen_cur, gen_max = _num(dev.get('pcie_gen_current')), _num(dev.get('pcie_gen_max'))
     width_cur, width_max = _num(dev.get('pcie_width_current')), _num(dev.get('pcie_width_max'))
     # As measured: the current generation and width, then the most the link can reach.
@@ -271,12 +283,12 @@ def _check_pcie(run, want, dev, name, label, ctx):
     if want.get('gen_min') is not None:
         gen = gen_max if gen_max is not None else gen_cur
         if gen is None:
-            run.not_measured(name, 'PCIe generation', 'nvidia-smi -q -d PCI')
+            run.not_measured(name, 'PCIe generation', how)
         elif gen < want['gen_min']:
             problems.append('Gen%d (max the link can reach), profile wants Gen%d' % (gen, want['gen_min']))
     if want.get('width_min') is not None:
         if width_cur is None:
-            run.not_measured(name, 'PCIe width', 'nvidia-smi -q -d PCI')
+            run.not_measured(name, 'PCIe width', how)
         elif width_cur < want['width_min']:
             problems.append('x%d, profile wants x%d' % (width_cur, want['width_min']))
     if problems:
@@ -301,27 +313,7 @@ def _int(value):
 
 
 def _check_gpu_health(run, want, dev, name, label, ctx):
-    ecc = dev.get('ecc_errors')
-    limits = want['ecc_errors']
-    if isinstance(ecc, dict):
-        bad = []
-        for scope in ('volatile', 'aggregate'):
-            limit = limits.get('%s_uncorrectable_max' % scope)
-            total = _sum_counters(ecc.get(scope), uncorrectable=True)
-            if limit is not None and total is not None and total > limit:
-                bad.append('%s %s > %s' % (scope, total, limit))
-        if bad:
-            run.add('gpu.ecc_uncorrectable', name, '; '.join(bad), 'uncorrectable <= %s' % limits.get('volatile_uncorrectable_max'),
-                    '%s has uncorrectable ECC errors: %s' % (label, '; '.join(bad)), **ctx)
-        warn = []
-        for scope in ('volatile', 'aggregate'):
-            limit = limits.get('%s_correctable_warn_above' % scope)
-            total = _sum_counters(ecc.get(scope), uncorrectable=False)
-            if limit is not None and total is not None and total > limit:
-                warn.append('%s %s > %s' % (scope, total, limit))
-        if warn:
-            run.add('gpu.ecc_correctable', name, '; '.join(warn), 'correctable within the thresholds',
-                    '%s has many correctable ECC errors: %s' % (label, '; '.join(warn)), **ctx)
+    _check_ecc_counts(run, want, dev, name, label, ctx)
     rows = dev.get('remapped_rows')
     if isinstance(rows, dict):
         if rows.get('failure') is True:
@@ -350,6 +342,43 @@ def _check_gpu_health(run, want, dev, name, label, ctx):
         elif warn:
             run.add('gpu.clock_events_warn', name, active, 'none of %s' % ', '.join(want['clock_event_reasons']['warn']),
                     '%s clocks are held down: %s' % (label, ', '.join(warn)), **ctx)
+
+
+def _check_ecc_counts(run, want, dev, name, label, ctx, remediation=None):
+    """gpu.ecc_uncorrectable / gpu.ecc_correctable from ``ecc_errors`` (``remediation``: a vendor's texts by check)."""
+    remediation = remediation or {}
+    ecc = dev.get('ecc_errors')
+    limits = want['ecc_errors']
+    if not isinstance(ecc, dict):
+        return
+    bad = _over_limits(ecc, limits, '%s_uncorrectable_max', True)
+    if bad:
+        run.add('gpu.ecc_uncorrectable', name, '; '.join(bad), 'uncorrectable <= %s' % limits.get('volatile_uncorrectable_max'),
+                '%s has uncorrectable ECC errors: %s' % (label, '; '.join(bad)),
+                **_with(ctx, remediation.get('gpu.ecc_uncorrectable')))
+    warn = _over_limits(ecc, limits, '%s_correctable_warn_above', False)
+    if warn:
+        run.add('gpu.ecc_correctable', name, '; '.join(warn), 'correctable within the thresholds',
+                '%s has many correctable ECC errors: %s' % (label, '; '.join(warn)),
+                **_with(ctx, remediation.get('gpu.ecc_correctable')))
+
+
+def _over_limits(ecc, limits, limit_key, uncorrectable):
+    """``scope total > limit`` for each scope (volatile, aggregate) whose counter sum is above its limit."""
+    out = []
+    for scope in ('volatile', 'aggregate'):
+        limit = limits.get(limit_key % scope)
+        total = _sum_counters(ecc.get(scope), uncorrectable=uncorrectable)
+        if limit is not None and total is not None and total > limit:
+            out.append('%s %s > %s' % (scope, total, limit))
+    return out
+
+
+def _with(ctx, remediation):
+    """``ctx`` plus a vendor's remediation text (its {placeholders} filled from ``ctx``)."""
+    if remediation is None:
+        return ctx
+    return dict(ctx, remediation=_findings.render(remediation, ctx))
 
 
 def _check_topology(run, want, gpu, devices):

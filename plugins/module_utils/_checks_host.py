@@ -241,7 +241,10 @@ def check_hygiene(run):
     gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
     devices = [d for d in (gpu.get('devices') or []) if isinstance(d, dict)]
     gpu_want = run.profile.get('gpu')
-    if gpu_want and devices:
+    if gpu_want and devices and gpu_want.get('vendor') == 'amd':
+        if gpu_want.get('idle_required'):    # no AMD process probe yet: requested, so never a silent pass
+            run.not_measured('gpu', 'processes on the GPUs', 'amd-smi process')
+    elif gpu_want and devices:
         _hygiene.check_gpu_usage(run, gpu_want, devices)
     host_want = run.profile.get('host')
     if host_want:

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import math
 
 EXCERPT_CHARS = 400
@@ -33,6 +34,21 @@ class ParseError(ValueError):
         self.reason = reason
         self.excerpt = excerpt(text)
         super(ParseError, self).__init__('cannot parse %s output: %s' % (source, reason))
+
+
+def guarded(source):
+    """Turn any stray exception of a parser into ``ParseError`` (the contract: nothing else escapes)."""
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except ParseError:
+                raise
+            except (IndexError, KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+                raise ParseError(source, 'unexpected %s: %s' % (type(exc).__name__, exc), args[0] if args else None)
+        return wrapper
+    return decorate
 
 
 # Numbers read from a tool's text: integers (counters, sizes, ids, ports) fit in MAX_INT; a token longer

@@ -12,13 +12,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import functools
 import math
 import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
-    MAX_INT, SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
+    MAX_INT, guarded, SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
 )
 
 # The fields the probe passes to ``nvidia-smi --query-gpu=<fields> --format=csv``.
@@ -50,19 +49,7 @@ def _text(source, text):
     return text.replace('\r\n', '\n').replace('\r', '\n')
 
 
-def _guarded(source):
-    """Turn any stray exception of a parser into ``ParseError`` (the contract: nothing else escapes)."""
-    def decorate(func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            try:
-                return func(*args, **kwargs)
-            except ParseError:
-                raise
-            except (IndexError, KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
-                raise ParseError(source, 'unexpected %s: %s' % (type(exc).__name__, exc), args[0] if args else None)
-        return wrapper
-    return decorate
+_guarded = guarded
 
 
 # Messages nvidia-smi mixes into its output (stderr merged into stdout) while still printing the GPUs

@@ -19,6 +19,7 @@ import re
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
 from ansible_collections.xuanwu.cluster.plugins.module_utils._bundle import BundleError, MANIFEST
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_amd as amd_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
@@ -123,6 +124,33 @@ def base_probes(disk_paths=('/',)):
     ]
 
 
+# Where ROCm installs its tools when they are not on PATH.
+ROCM_BIN = '/opt/rocm/bin'
+AMD_TOOLS = ('amd-smi', 'rocm-smi')
+
+
+def amd_probes():
+    """The AMD GPU probes (ROCm ``amd-smi``, else ``rocm-smi`` where a probe has a rocm-smi form). They run
+    only on a node that has one of AMD_TOOLS (run_probes), so a node without ROCm reads as before."""
+    A = Alternative
+
+    def tool(parser, name, args):
+        return [A(parser, argv=[name] + args), A(parser, argv=['%s/%s' % (ROCM_BIN, name)] + args)]
+
+    return [
+        Probe('amd_static', 'gpu', 'gpu software', tool(amd_p.parse_amd_static, 'amd-smi', ['static', '--json'])
+              + tool(amd_p.parse_rocm_smi_allinfo, 'rocm-smi', ['--showallinfo', '--json']),
+              note='(AMD nodes: run when amd-smi or rocm-smi is installed)'),
+        Probe('amd_metric', 'gpu', 'gpu', tool(amd_p.parse_amd_metric, 'amd-smi', ['metric', '--json']),
+              note='(ECC counters, PCIe link, temperatures)'),
+        Probe('amd_bad_pages', 'gpu', 'gpu', tool(amd_p.parse_amd_bad_pages, 'amd-smi', ['bad-pages', '--json'])),
+        Probe('amd_topology', 'gpu', 'gpu', tool(amd_p.parse_amd_topology, 'amd-smi', ['topology', '--json'])
+              + tool(amd_p.parse_rocm_smi_topo, 'rocm-smi', ['--showtopo', '--json'])),
+        Probe('amd_xgmi', 'gpu', 'gpu', tool(amd_p.parse_amd_xgmi, 'amd-smi', ['xgmi', '--json'])),
+        Probe('amd_version', 'gpu', 'software', tool(amd_p.parse_amd_version, 'amd-smi', ['version'])),
+    ]
+
+
 def end_probes():
     """The probes read again at the end of a validation run (``stage: end``): the InfiniBand error
     counters, whose growth during the load the workload_check kind ``link_counters`` judges."""
@@ -159,7 +187,7 @@ def interface_probes(ifname, rdma=True):
 
 def all_probes():
     """Every probe once (per-interface ones for an interface named ``IF``, disks for ``PATH...``)."""
-    return base_probes(disk_paths=('PATH...',)) + end_probes() + interface_probes('IF')
+    return base_probes(disk_paths=('PATH...',)) + amd_probes() + end_probes() + interface_probes('IF')
 
 
 # probe name -> the profile sections its facts feed (the checks' view of a failed probe)
@@ -229,6 +257,10 @@ class LiveRunner(object):
         self._internals = internals or {}
         self._timeout = timeout
         self._timeout_bin = which('timeout')
+
+    def has_tool(self, name):
+        """True when ``name`` is on PATH or in ROCM_BIN."""
+        return bool(self._which(name)) or os.access(os.path.join(ROCM_BIN, name), os.X_OK)
 
     def obtain(self, probe):
         last = None
@@ -308,6 +340,10 @@ class ReplayRunner(object):
     def keys(self):
         return list(self.entries)
 
+    def has_tool(self, name):
+        """A replay runs the AMD probes that the bundle holds (run_probes asks for any of AMD_TOOLS)."""
+        return any(key.startswith('amd_') for key in self.entries)
+
     def obtain(self, probe):
         entry = self.entries.get(probe.key)
         if entry is None:
@@ -382,6 +418,12 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
     for probe in base_probes(disk_paths) if stage == 'start' else end_probes():
         if probe.group in groups:
             one(probe)
+    has_tool = getattr(runner, 'has_tool', None)
+    if 'gpu' in groups and stage == 'start' and has_tool is not None and any(has_tool(name) for name in AMD_TOOLS):
+        replay = isinstance(runner, ReplayRunner)
+        for probe in amd_probes():
+            if not replay or probe.key in runner.entries:
+                one(probe)
     if 'network' in groups and stage == 'start':
         links = parsed.get('ip_link') or {}
         if isinstance(runner, ReplayRunner):
@@ -418,6 +460,8 @@ def assemble(parsed, statuses, source='live', disk_paths=('/',), process_pattern
         'cuda_toolkit_version': parsed.get('nvcc'),
         'nccl_version': parsed.get('nccl_version'),
     }
+    if facts['gpu'].get('vendor') == 'amd':
+        facts['software']['rocm_version'] = facts['gpu'].get('rocm_version')
     _process_facts(parsed, facts, process_patterns)
     if 'link_events' in parsed:
         facts['network']['link_events'] = parsed['link_events']
@@ -431,7 +475,37 @@ def _installed(statuses, key):
     return st['status'] != 'missing'
 
 
+def _amd_gpu_facts(parsed, statuses):
+    """``gpu`` of an AMD node (docs/facts.md): the NVIDIA keys where the meaning is the same."""
+    static = parsed.get('amd_static')
+    record = statuses.get('amd_static') or {}
+    gpu = {'vendor': 'amd', 'installed': _installed(statuses, 'amd_static'),
+           'tool': str(record.get('command') or '').split(' ', 1)[0].rsplit('/', 1)[-1] or None,
+           'count': None, 'driver_version': None, 'devices': []}
+    if static is not None:
+        gpu['devices'] = amd_p.merge_devices(static, parsed.get('amd_metric'), parsed.get('amd_bad_pages'))
+        gpu['count'] = len(gpu['devices'])
+        gpu['driver_version'] = static.get('driver_version')
+    elif gpu['installed'] is False:
+        gpu['count'] = 0
+    if 'amd_version' in parsed:
+        gpu['rocm_version'] = parsed['amd_version'].get('rocm')
+        gpu['amd_smi_version'] = parsed['amd_version'].get('tool')
+    if 'amd_topology' in parsed:
+        gpu['links'] = amd_p.pair_links(parsed['amd_topology'], parsed.get('amd_xgmi'))
+    if 'amd_xgmi' in parsed:
+        gpu['xgmi'] = parsed['amd_xgmi']
+    return gpu
+
+
+def is_amd(statuses):
+    """An AMD node: the AMD probes ran and nvidia-smi did not answer."""
+    return 'amd_static' in statuses and (statuses.get('nvidia_query_gpu') or {}).get('status') != 'ok'
+
+
 def _gpu_facts(parsed, statuses):
+    if is_amd(statuses):
+        return _amd_gpu_facts(parsed, statuses)
     devices = parsed.get('nvidia_query_gpu')
     xml = parsed.get('nvidia_smi_xml') or {}
     gpu = {'vendor': 'nvidia', 'installed': _installed(statuses, 'nvidia_query_gpu'),

@@ -140,10 +140,13 @@ SCHEMA = {
                  'description': 'Profile name; the file is profiles/<name>.yml.'},
         'description': {'type': 'str', 'default': '', 'description': 'One line for reports.'},
         'gpu': {
-            'type': 'dict',
+            'type': 'dict', 'check': 'vendor_keys',
             'description': 'GPUs. Omit the section on nodes without GPUs.',
             'keys': {
-                'vendor': {'type': 'str', 'default': 'nvidia', 'choices': ['nvidia'], 'description': 'GPU vendor.'},
+                'vendor': {'type': 'str', 'default': 'nvidia', 'choices': ['nvidia', 'amd'],
+                           'description': ('GPU vendor: nvidia (nvidia-smi) or amd (amd-smi, else rocm-smi). topology, nvlink, '
+                                           'clock_event_reasons, xid, compute_modes and persistence mode are NVIDIA checks; '
+                                           'xgmi and bad_pages are AMD checks (a key of the other vendor is a profile error).')},
                 'model': {'type': 'str', 'description': 'Case-insensitive substring of every GPU name ("H100 80GB HBM3").'},
                 'count': {'type': 'int', 'required': True, 'min': 0, 'description': 'Exact number of GPUs.'},
                 'memory_mib_min': {'type': 'int', 'min': 0, 'description': 'Minimum memory.total of every GPU, MiB.'},
@@ -158,7 +161,8 @@ SCHEMA = {
                                              'description': 'Warn when the current generation or width is below the maximum.'},
                     },
                 },
-                'persistence_mode_required': {'type': 'bool', 'default': True, 'description': 'Persistence mode must be on.'},
+                'persistence_mode_required': {'type': 'bool', 'default': True,
+                                              'description': 'Persistence mode must be on (NVIDIA; AMD GPUs have none).'},
                 'ecc_required': {'type': 'bool', 'default': True, 'description': 'ECC must be enabled.'},
                 'topology': {
                     'type': 'dict', 'description': 'nvidia-smi topo -m expectations.',
@@ -190,6 +194,30 @@ SCHEMA = {
                                                             'description': 'Warn above this many correctable errors since driver load.'},
                         'aggregate_correctable_warn_above': {'type': 'int', 'min': 0,
                                                              'description': 'Warn above this many lifetime correctable errors.'},
+                    },
+                },
+                'xgmi': {
+                    'type': 'dict', 'description': 'AMD xGMI links between every GPU pair (amd-smi topology --json, amd-smi xgmi --json).',
+                    'keys': {
+                        'pair_link_type': {'type': 'str', 'default': 'XGMI', 'choices': ['XGMI', 'PCIE'],
+                                           'description': 'Link type every GPU pair must have (both sides).'},
+                        'max_hops': {'type': 'int', 'default': 1, 'min': 1,
+                                     'description': 'Most hops between every pair (1: a direct xGMI link per pair).'},
+                        'links_up_required': {'type': 'bool', 'default': True,
+                                              'description': 'Every pair link must be up (link_status ENABLED); a state the '
+                                                             'tool does not report is not measured, never a pass.'},
+                        'bit_rate_gbps_min': {'type': 'float', 'min': 0,
+                                              'description': 'Minimum xGMI bit rate of every GPU, Gb/s as amd-smi xgmi prints it.'},
+                    },
+                },
+                'bad_pages': {
+                    'type': 'dict', 'description': 'AMD bad (retired) HBM pages, amd-smi bad-pages --json (null turns one off).',
+                    'keys': {
+                        'retired_max': {'type': 'int', 'min': 0, 'description': 'Fail above this many retired pages.'},
+                        'pending_max': {'type': 'int', 'min': 0, 'default': 0,
+                                        'description': 'Fail above this many pages pending retirement (a reset retires them).'},
+                        'unreservable_max': {'type': 'int', 'min': 0, 'default': 0,
+                                             'description': 'Fail above this many pages that could not be retired.'},
                     },
                 },
                 'retired_pages_max': {'type': 'int', 'min': 0,
@@ -728,7 +756,24 @@ def _check_regex(ctx, key, value):
         ctx.error(key, '%r is not a regular expression: %s' % (value, err))
 
 
+# Keys of one vendor's tools: a profile of the other vendor that sets them would be checked by nothing.
+VENDOR_KEYS = {'amd': ('xgmi', 'bad_pages'), 'nvidia': ('topology', 'nvlink', 'retired_pages_max')}
+
+
+def _check_vendor_keys(ctx, key, value):
+    if ctx.partial:
+        return    # an override: the merged profile is validated whole (merge_profile)
+    vendor = value.get('vendor') or 'nvidia'
+    for other, names in sorted(VENDOR_KEYS.items()):
+        if other == vendor:
+            continue
+        for name in names:
+            if value.get(name) not in (None, {}):
+                ctx.error('%s.%s' % (key, name), 'is a check of %s GPUs; this profile has gpu.vendor %s' % (other, vendor))
+
+
 _EXTRA_CHECKS = {
+    'vendor_keys': _check_vendor_keys,
     'regex': _check_regex,
     'xid_lists': _check_xid_lists,
     'curve_sorted': _check_curve_sorted,

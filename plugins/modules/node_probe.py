@@ -17,6 +17,9 @@ description:
     and NVLink status, kernel log Xid events, C(ibstat) and InfiniBand port counters, C(ip), C(ethtool),
     RoCE ECN/PFC state, OS, kernel modules, chrony, listening ports, job processes (C(ps)), free disk,
     memlock limit, PCIe ACS, CUDA toolkit and NCCL versions) and returns the parsed facts as C(xuanwu_facts).
+  - On a node with AMD GPUs (C(amd-smi) or C(rocm-smi) installed) the same call runs the AMD probes too
+    (C(amd-smi static), C(metric), C(bad-pages), C(topology), C(xgmi), C(version), else the C(rocm-smi) JSON forms)
+    and C(xuanwu_facts.gpu) has C(vendor=amd).
   - A tool that is not installed is recorded as a fact (status C(missing)), never an error. Output that
     cannot be parsed is recorded with status C(parse_error), the parser's reason and an excerpt of what
     was read, so that the checks can report it.

@@ -64,6 +64,13 @@ def test_healthy_base_has_no_failure(tmp_path):
     assert failing(findings) == []
 
 
+def test_healthy_amd_base_has_no_failure(tmp_path):
+    facts, findings = run(tmp_path, make_bundles.resolve(CORPUS, base='mi300x8-healthy'), load_profile('mi300x-8', None))
+    assert (facts['gpu']['vendor'], facts['gpu']['count']) == ('amd', 8)
+    assert all(p['status'] == 'ok' for k, p in facts['probes'].items() if k.startswith('amd_')), facts['probes']
+    assert failing(findings) == []
+
+
 def test_corpus_has_twenty_distinct_faults():
     ids = [f['id'] for f in CORPUS['faults']]
     assert len(ids) == len(set(ids))

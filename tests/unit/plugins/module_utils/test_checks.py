@@ -25,6 +25,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Prof
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
     DEFAULT_LEFTOVER_PATTERNS, merge_profile, validate_profile,
 )
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 
@@ -228,7 +229,24 @@ def h200_profile(override=None):
     return merge_profile(profile, override, 'test-case') if override else profile
 
 
-BASES = {'h200x4': (h200x4_facts, h200_profile), 'hgx': (hgx_facts, hgx_profile)}
+def mi300x_facts():
+    # the fake 8x MI300X node of amd_node.py (fixtures of tests/fixtures/amd/) through the probe engine
+    return amd_node.facts(groups=('gpu',))
+
+
+def mi300x_profile(override=None):
+    profile = load_profile('mi300x-8')
+    return merge_profile(profile, override, 'test-case') if override else profile
+
+
+def amd_tools_missing(facts):
+    for key in [k for k in facts['probes'] if k.startswith('amd_')]:
+        del facts['probes'][key]
+    facts['gpu'] = {'vendor': 'nvidia', 'installed': False, 'count': 0, 'driver_version': None,
+                    'cuda_driver_version': None, 'devices': []}
+
+
+BASES = {'h200x4': (h200x4_facts, h200_profile), 'hgx': (hgx_facts, hgx_profile), 'mi300x': (mi300x_facts, mi300x_profile)}
 
 
 def run_case(base, mutate=None, override=None):
@@ -405,6 +423,12 @@ def probe_status(key, status, error='boom', excerpt=None):
 # Cases: (check id, base, mutation, profile override). FAIL: the check must report; PASS: it must not.
 
 FAIL_CASES = [
+    ('gpu.amd_tools_missing', 'mi300x', amd_tools_missing, None),
+    ('gpu.bad_pages', 'mi300x', setp('gpu.devices.3.bad_pages.retired', 33), None),
+    ('gpu.bad_pages_pending', 'mi300x', setp('gpu.devices.3.bad_pages.pending', 1), None),
+    ('gpu.xgmi_link', 'mi300x', setp('gpu.links.2-5.link_type', 'PCIE'), None),
+    ('gpu.xgmi_link_down', 'mi300x', setp('gpu.links.1-2.up', False), None),
+    ('gpu.xgmi_speed', 'mi300x', setp('gpu.xgmi.4.bit_rate_gbps', 16.0), None),
     ('probe.failed', 'hgx', probe_status('ibstat', 'failed', 'ibstat: timeout'), None),
     ('probe.parse_error', 'hgx', probe_status('nvidia_topo', 'parse_error', 'cannot parse', 'GPU0 garbage'), None),
     ('probe.section_parse_error', 'h200x4', section_error('nvidia_nvlink', 'gpu1', gpu=1), None),
@@ -470,6 +494,12 @@ FAIL_CASES = [
 ]
 
 PASS_CASES = [
+    ('gpu.amd_tools_missing', 'mi300x', None, None),
+    ('gpu.bad_pages', 'mi300x', setp('gpu.devices.3.bad_pages.retired', 32), None),
+    ('gpu.bad_pages_pending', 'mi300x', None, None),
+    ('gpu.xgmi_link', 'mi300x', None, None),
+    ('gpu.xgmi_link_down', 'mi300x', None, None),
+    ('gpu.xgmi_speed', 'mi300x', setp('gpu.xgmi.4.bit_rate_gbps', 32.0), None),
     ('probe.failed', 'hgx', probe_status('nvcc', 'missing'), None),
     ('probe.parse_error', 'hgx', None, None),
     ('probe.section_parse_error', 'h200x4', None, None),
