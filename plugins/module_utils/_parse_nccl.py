@@ -6,8 +6,13 @@ print on stdout.
 
 ``parse_nccl_tests(text)`` returns::
 
-    version: "2.19.6"            # "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809"
-    nccl_version: "2.28.9"       # decoded from nccl-library=, else from an "NCCL version 2.28.9+cuda13.0" line
+    suite: "nccl-tests"          # "nccl-tests" or "rccl-tests" (from the version line), None when none was printed
+    version: "2.19.6"            # "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809";
+                                 # rccl-tests prints its git branch and commit instead: "rccl-tests: Version develop:a7809b3"
+    nccl_version: "2.28.9"       # decoded from nccl-library=, else from an "NCCL version 2.28.9+cuda13.0" line,
+                                 # else from rccl-tests' "RCCL version : 2.22.3-HEAD:7d8d67c" line (RCCL follows NCCL's numbers)
+    rocm_version: "6.4.2.0-120-e7d83f5"   # rccl-tests' "ROCm version : ..." line, else None
+    hip_version: "6.4.43484-123eb5128"    # rccl-tests' "HIP version  : ..." line, else None
     collective: all_reduce       # from "# Collective test starting: all_reduce_perf", else None
     config: {nthreads, ngpus, min_bytes, max_bytes, step_factor, step_bytes, warmup_iters, iters,
              agg_iters, validation, graph}     # the "# nThread ..." line; None where not printed
@@ -51,6 +56,11 @@ _ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]')
 _VERSION = re.compile(
     r'^#\s*nccl-tests\s+version\s+v?(?P<version>\d+(?:\.\d+)*)(?:\s*\([^)]*\))?'
     r'(?:\s+nccl-headers=(?P<headers>\d+))?(?:\s+nccl-library=(?P<library>\d+))?')
+# rccl-tests (ROCm/rccl-tests src/common.cu) prints these without a leading '#':
+# "rccl-tests: Version develop:a7809b3", "RCCL version : 2.22.3-HEAD:7d8d67c", "HIP version  : 6.4.43484-123eb5128",
+# "ROCm version : 6.4.2.0-120-e7d83f5" (then "Hostname :" and "Librccl path :", which are not kept).
+_RCCL_TESTS_VERSION = re.compile(r'^#?\s*rccl-tests:?\s+Version\s*(?P<version>\S*)', re.I)
+_RCCL_INFO = re.compile(r'^(?P<key>RCCL|HIP|ROCm) version\s*:\s*(?P<value>\S+)')
 _STARTING = re.compile(r'^#\s*Collective test (?:starting|concluded):\s*(?P<name>\S+)')
 _CONFIG_KEYS = (
     ('nthreads', r'nThreads?:?\s+(\d+)'),
@@ -195,8 +205,11 @@ def _config(line):
 
 def _empty_result():
     return {
+        'suite': None,
         'version': None,
         'nccl_version': None,
+        'rocm_version': None,
+        'hip_version': None,
         'collective': None,
         'config': None,
         'devices': [],
@@ -234,6 +247,7 @@ def _comment_line(result, line, state):
     """A line starting with '#': header, device list, columns, trailer. True when recognised."""
     version = _VERSION.match(line)
     if version:
+        result['suite'] = 'nccl-tests'
         result['version'] = version.group('version')
         if version.group('library'):
             result['nccl_version'] = _decode_nccl_code(version.group('library'))
@@ -263,6 +277,26 @@ def _comment_line(result, line, state):
         state['block'] = _block_layout(columns.group('rest'))
         return True
     return bool(re.match(r'^#\s*Using devices', line))
+
+
+def _rccl_line(result, line, state):
+    """rccl-tests' version lines (printed without '#'). True when recognised."""
+    tests = _RCCL_TESTS_VERSION.match(line)
+    if tests:
+        result['suite'] = 'rccl-tests'
+        # a build outside a git checkout prints ":" or ":+" (no branch, no commit): no version
+        result['version'] = tests.group('version') if tests.group('version').strip(':+') else None
+        return True
+    info = _RCCL_INFO.match(line)
+    if not info:
+        return False
+    key, value = info.group('key').lower(), info.group('value')
+    if key == 'rccl':
+        number = re.match(r'\d+\.\d+\.\d+', value)
+        state['rccl_version'] = number.group(0) if number else None
+    else:
+        result['%s_version' % key] = value[:80]
+    return True
 
 
 def _trailer_line(result, line):
@@ -344,7 +378,7 @@ def _split_log(line, result, state):
 def _parse(text):
     result = _empty_result()
     state = {'block': _BASE_BLOCK, 'pending': None, 'row_blocks': [], 'info_version': None,
-             'transports': [], 'fragment': None, 'cut': False}
+             'transports': [], 'fragment': None, 'cut': False, 'rccl_version': None}
     recognised = False
     lines = [raw.rstrip() for raw in _clean(text).split('\n')]
     lines = [line for line in lines if line.strip()]
@@ -366,6 +400,9 @@ def _parse(text):
             if _ROW.match(joined):
                 recognised = _row_line(result, joined, state, last) or recognised
                 continue
+        if _rccl_line(result, stripped, state):
+            recognised = True
+            continue
         if re.match(r'^NCCL version\s+\d', stripped):
             state['info_version'] = state['info_version'] or _NCCL_VERSION.search(stripped).group('version')
             continue
@@ -395,7 +432,7 @@ def _parse(text):
 def _finish(result, state):
     result['transports'] = sorted(state['transports'])
     if result['nccl_version'] is None:
-        result['nccl_version'] = state['info_version']
+        result['nccl_version'] = state['info_version'] or state['rccl_version']
     if result['devices']:
         result['nranks'] = len(result['devices'])
     blocks = [b for b in state['row_blocks'] if b]
