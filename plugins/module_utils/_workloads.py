@@ -32,8 +32,8 @@ CHECKS = {
         'Benchmark ran on another number of ranks than the job asked for', 'fail',
         'The output does not belong to the job that was asked for (nodes x GPUs per node): check the '
         'hostfile slots and -np of mpirun, that mpirun starts the binary on every node (an MPI-less build '
-        'runs one single-node job per process), -g, CUDA_VISIBLE_DEVICES, and that every GPU is visible '
-        '(nvidia-smi -L on each node).'),
+        'runs one single-node job per process), -g, CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES on AMD), and that '
+        'every GPU is visible (nvidia-smi -L, or amd-smi list, on each node).'),
     'workload.failed': _e(
         'Workload failed to run', 'fail',
         'Read the quoted output or error. Check that the Python interpreter has torch with CUDA '
@@ -43,7 +43,8 @@ CHECKS = {
     'workload.not_measured': _e(
         'A requested stage measured nothing', 'fail',
         'The stage was switched on but produced no measurement, so the node is not proven fit. Give it what '
-        'it needs: nccl-tests binaries (nccl_tests_build_archive and nccl_tests_build_sha256 to build them, '
+        'it needs: nccl-tests binaries (nccl_tests_build_archive and nccl_tests_build_sha256 to build them; '
+        'rccl-tests on AMD nodes: nccl_tests_build_rccl_archive and nccl_tests_build_rccl_sha256; '
         'or xuanwu_nccl_tests_bin_dir), a non-empty list of collectives or workloads, or, for a replayed '
         'host, a capture bundle that holds the recorded output; or switch the stage off.'),
     'workload.ddp_smoke': _e(
@@ -125,8 +126,8 @@ def evaluate_task_error(run, host, component):
 
 # Reasons a stage measured nothing that more than one role gives: the role passes the key.
 NOT_MEASURED_REASONS = {
-    'no_nccl_tests': 'no nccl-tests binaries: set nccl_tests_build_archive (with nccl_tests_build_sha256) or '
-                     'xuanwu_nccl_tests_bin_dir',
+    'no_nccl_tests': 'no nccl-tests binaries: set nccl_tests_build_archive (with nccl_tests_build_sha256; on AMD nodes '
+                     'nccl_tests_build_rccl_archive with nccl_tests_build_rccl_sha256) or xuanwu_nccl_tests_bin_dir',
 }
 
 
