@@ -71,6 +71,10 @@ CAUSES = (
      'the CDI spec names device nodes or files the node does not have (stale spec)',
      'Regenerate the CDI spec for the running driver: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml, then '
      'rerun the smoke.'),
+    ('docker_cdi_disabled', re.compile(r'could not select device driver "cdi"', re.I),
+     'docker does not resolve CDI devices (its cdi feature is off or it is older than Docker 25)',
+     'Enable CDI in docker ("features": {"cdi": true} in /etc/docker/daemon.json, Docker 25 or newer), restart docker '
+     'and write the spec (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml), or use xuanwu_container_smoke_gpu_mode gpus.'),
     ('no_device_driver', re.compile(r'could not select device driver "[^"]*" with capabilities: \[\[gpu\]\]', re.I),
      'docker has no GPU device driver (the NVIDIA Container Toolkit is not installed or not configured for docker)',
      'Install nvidia-container-toolkit, run nvidia-ctk runtime configure --runtime=docker and restart docker '
@@ -212,7 +216,7 @@ def cause(text):
         match = pattern.search(text or '')
         if match:
             device = match.group(1) if key == 'cdi_unresolvable' and match.group(1) else 'nvidia.com/gpu=all'
-            return {'key': key, 'summary': summary.format(device=device), 'remediation': remediation.format(device=device),
+            return {'key': key, 'summary': summary.replace('{device}', device), 'remediation': remediation.replace('{device}', device),
                     'quote': match.group(0).strip()}
     return None
 
