@@ -249,7 +249,8 @@ def read_entry(directory, entry, max_bytes=MAX_FILE_BYTES):
 def recorded_run(directory, key):
     """The run recorded as entry ``key`` of the bundle, as ``workload_run`` returns one; None when the manifest has
     no such entry. An invalid manifest raises BundleError (the task fails); a file of the entry that is not read
-    (docs/capture-format.md) gives ``{command, skipped_reason}``: a run not measured, with the reason."""
+    (docs/capture-format.md) gives ``{command, skipped_reason}``: a run not measured, with the reason. ``status`` is the
+    entry's, when it has one (``missing``: the tool was not installed)."""
     manifest = load_manifest(directory)
     entry = dict((e['probe'], e) for e in manifest['probes']).get(key)
     if entry is None:
@@ -263,7 +264,8 @@ def recorded_run(directory, key):
     if replaced:
         tail += '\n[%s: %d byte sequence(s) that are not UTF-8 were read as U+FFFD]' % (entry['file'], replaced)
     return dict(exit_code=rc, stdout=text, stderr=entry.get('stderr', ''), output_tail=tail[-4000:],
-                seconds=float(entry.get('seconds') or 0.0), timed_out=rc == 124, command=entry['command'])
+                seconds=float(entry.get('seconds') or 0.0), timed_out=rc == 124, command=entry['command'],
+                status=entry.get('status'))
 
 
 # ---------------------------------------------------------------------------------------------

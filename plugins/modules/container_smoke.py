@@ -77,7 +77,8 @@ options:
   replay_dir:
     description:
       - Capture bundle to read the run from instead of running it (read as docs/capture-format.md says). An invalid
-        manifest fails the task; a missing entry or a file that is not read is RV(not_measured).
+        manifest fails the task; a missing entry or a file that is not read is RV(not_measured); an entry with status
+        C(missing) is RV(engine_missing) (the engine of its command was not installed).
     type: path
   replay_key:
     description: Probe key of the recorded run in the bundle's manifest.
@@ -198,9 +199,13 @@ def _replay(module, base):
     elif recorded.get('skipped_reason'):
         base.update(command=recorded['command'], not_measured=recorded['skipped_reason'])
     else:
+        status = recorded.pop('status', None)
         base.update(recorded)
         first = os.path.basename(recorded['command'].split()[0]) if recorded['command'].split() else ''
         base.update(engine=first if first in _container.ENGINES else None, gpus=_gpus(recorded['stdout']))
+        if status == 'missing':
+            # the capture found no engine (docs/capture-format.md: status missing, the tool is not installed)
+            base.update(engine=None, engine_missing=True, engine_wanted=first or 'podman or docker')
     module.exit_json(**base)
 
 

@@ -173,6 +173,7 @@ def _replay(module, directory, key):
         module.fail_json(msg=str(err))
     if replayed is not None:
         replayed.pop('stderr', None)
+        replayed.pop('status', None)
     return replayed
 
 
