@@ -260,12 +260,13 @@ def main():
     base['command'] = ' '.join(shlex_quote(a) for a in [engine] + argv[1:])
     timeout_bin = module.get_bin_path('timeout', required=True)
     start = time.time()
-    rc, out, err = module.run_command([timeout_bin, '--kill-after=10', str(p['timeout'])] + argv, check_rc=False)
+    rc, out, err = module.run_command([timeout_bin, '--kill-after=5', str(p['timeout'])] + argv, check_rc=False)
     seconds = round(time.time() - start, 2)
-    timed_out = rc in (124, 137) and seconds >= p['timeout'] - 1
+    # 124: stopped by SIGTERM; 137 or -9: the engine's client ignored it (it waits for the container) and was killed
+    timed_out = rc in (124, 137, -9) and seconds >= p['timeout'] - 1
     if timed_out:
         # the engine's client was stopped; the container may still run
-        module.run_command([path, 'rm', '--force', name], check_rc=False)
+        module.run_command([path, 'rm', '--force'] + (['--time', '0'] if engine == 'podman' else []) + [name], check_rc=False)
     base.update(exit_code=rc, stdout=out[-65536:], stderr=err[-8192:], output_tail=(out + err)[-4000:], seconds=seconds,
                 timed_out=timed_out, gpus=_gpus(out) if rc == 0 else None)
     module.exit_json(**base)
