@@ -221,12 +221,12 @@ def cause(text):
     return None
 
 
-def _component(run):
+def component(run):
     return '%s run' % run['engine'] if run.get('engine') else 'container engine'
 
 
 def _finding(host, check, run, measured, expected, message, remediation=None):
-    return _findings.make(CHECKS, host, check, _component(run), measured, expected, message, remediation=remediation)
+    return _findings.make(CHECKS, host, check, component(run), measured, expected, message, remediation=remediation)
 
 
 def _error_text(run):

@@ -357,6 +357,7 @@ def summarise_run(kind, run):
         keep['counter_growth'] = _links.summarise_growth(run, sorted(_links.GROWTH_SUMMARY))
         return keep
     if kind == 'container_smoke':
+        keep['component'] = keep['component'] or _container.component(run)
         keep['container'] = _container.summary(run)
         reason = _container.not_measured_reason(run)
         if reason:

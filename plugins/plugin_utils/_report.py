@@ -216,8 +216,9 @@ def _figures(run):
         parts.append('NOT JUDGED: %s' % run['not_judged'])
     container = run.get('container') if isinstance(run.get('container'), dict) else {}
     if container.get('gpus_in_container') is not None:
-        parts.append('%s GPU(s) in a %s container of %s, %s on the host' % (
-            container['gpus_in_container'], container.get('engine'), container.get('image'), _fmt(container.get('gpus_on_host'))))
+        parts.append('%s GPU(s) in a %s container%s, %s on the host' % (
+            container['gpus_in_container'], container.get('engine'), ' of %s' % container['image'] if container.get('image') else '',
+            _fmt(container.get('gpus_on_host'))))
     elif container.get('cause'):
         parts.append('%s run failed: %s' % (container.get('engine'), container['cause']))
     picks = [(s, v) for s, v in _svg.sizes_of(run.get('busbw_gbps')) if s in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]

@@ -63,14 +63,14 @@ def test_a_replayed_smoke_that_sees_every_gpu_passes_and_is_reported(tmp_path):
     entry = report['hosts']['node']
     assert entry['status'] == 'pass' and container_findings(entry) == [], entry['findings']
     [smoke] = entry['workloads']
-    assert smoke['kind'] == 'container_smoke' and smoke['command'] == COMMAND
+    assert smoke['kind'] == 'container_smoke' and smoke['command'] == COMMAND and smoke['component'] == 'podman run'
     assert smoke['container'] == {'engine': 'podman', 'image': None, 'gpus_on_host': 4, 'gpus_in_container': 4}
     cases = junit_cases(folder, 'node')
     assert set(c for c in cases if c.startswith('container.')) == set(['container.engine_missing', 'container.gpu_count', 'container.not_measured',
                                                                           'container.smoke_failed', 'container.unparsable'])
     assert cases['container.gpu_count'].find('failure') is None
-    assert '4 GPU(s) in a podman container' in open(os.path.join(folder, 'report.md')).read()
-    assert '4 GPU(s) in a podman container' in open(os.path.join(folder, 'report.html')).read()
+    assert '4 GPU(s) in a podman container, 4 on the host' in open(os.path.join(folder, 'report.md')).read()
+    assert '4 GPU(s) in a podman container, 4 on the host' in open(os.path.join(folder, 'report.html')).read()
 
 
 def test_a_smoke_not_requested_is_not_run_and_lists_no_container_check(tmp_path):
