@@ -246,6 +246,28 @@ def read_entry(directory, entry, max_bytes=MAX_FILE_BYTES):
     return read_file(directory, entry['file'], max_bytes)
 
 
+def recorded_run(directory, key):
+    """The run recorded as entry ``key`` of the bundle, as ``workload_run`` returns one; None when the manifest has
+    no such entry. An invalid manifest raises BundleError (the task fails); a file of the entry that is not read
+    (docs/capture-format.md) gives ``{command, skipped_reason}``: a run not measured, with the reason. ``status`` is the
+    entry's, when it has one (``missing``: the tool was not installed)."""
+    manifest = load_manifest(directory)
+    entry = dict((e['probe'], e) for e in manifest['probes']).get(key)
+    if entry is None:
+        return None
+    try:
+        text, replaced = read_entry(directory, entry)
+    except BundleError as err:
+        return dict(command=entry['command'], skipped_reason=str(err))
+    rc = entry.get('rc', 0)
+    tail = text + entry.get('stderr', '')
+    if replaced:
+        tail += '\n[%s: %d byte sequence(s) that are not UTF-8 were read as U+FFFD]' % (entry['file'], replaced)
+    return dict(exit_code=rc, stdout=text, stderr=entry.get('stderr', ''), output_tail=tail[-4000:],
+                seconds=float(entry.get('seconds') or 0.0), timed_out=rc == 124, command=entry['command'],
+                status=entry.get('status'))
+
+
 # ---------------------------------------------------------------------------------------------
 # Writing.
 

@@ -6,7 +6,7 @@
 Each check module keeps its entries next to the code that emits them (``CHECKS``): node checks in
 ``_checks`` (probes, hosts compared), ``_checks_gpu``, ``_checks_fabric`` and ``_checks_host``, the
 nccl-tests curve checks in ``_collectives``, InfiniBand counter growth in ``_links``,
-the workload and run checks in ``_workloads``. The profile validator takes the ids from here, the JUnit
+the workload and run checks in ``_workloads``, the container smoke in ``_container``. The profile validator takes the ids from here, the JUnit
 report lists them, and docs/checks.md is generated from here (``checks_markdown``). Pure: no I/O.
 """
 
@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _dmon_checks,
-    _checks, _checks_amd, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
+    _checks, _checks_amd, _container, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
 )
 
 _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
@@ -40,6 +40,9 @@ AREAS = (
      _mesh.CHECKS),
     ('Workload and run checks', 'xuanwu.cluster.workload_check (collectives, torch workloads, stages that did not run)',
      _workloads.CHECKS),
+    ('Container smoke', 'xuanwu.cluster.workload_check kind container_smoke, from nvidia-smi -L that '
+     'xuanwu.cluster.container_smoke ran in a container with the node\'s GPUs (plugins/module_utils/_container.py, '
+     'docs/container-smoke.md)', _container.CHECKS),
     ('GPU samples during the workloads', 'xuanwu.cluster.workload_check, from the nvidia-smi dmon samples '
      'xuanwu.cluster.workload_run took while each workload ran (plugins/module_utils/_dmon_checks.py, docs/metrics.md)',
      _dmon_checks.CHECKS),
@@ -76,7 +79,8 @@ def checks_markdown():
         '`software.*`); a',
         'failed or unparseable probe fails through `probe.*`; facts that were not collected give',
         '`facts.not_collected` (info); a value the tool did not report gives `facts.not_measured` (warn).',
-        'A stage that was asked for and measured nothing fails with `workload.not_measured`.',
+        'A stage that was asked for and measured nothing fails with `workload.not_measured` (the container smoke',
+        'with `container.not_measured`).',
     ]
     for title, where, checks in AREAS:
         out += ['', '## %s' % title, '', 'Emitted by %s.' % where, '']

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _findings, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _container, _findings, _links
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
@@ -332,6 +332,7 @@ EVALUATORS = {
     'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
     'link_counters': _links.evaluate_counter_growth,
     'mesh': lambda run, profile, host: evaluate_mesh(run, host),
+    'container_smoke': lambda run, profile, host: _container.evaluate(run, host),
 }
 
 
@@ -355,6 +356,13 @@ def summarise_run(kind, run):
             'command': run.get('command'), 'timed_out': run.get('timed_out')}
     if kind == 'link_counters':
         keep['counter_growth'] = _links.summarise_growth(run, sorted(_links.GROWTH_SUMMARY))
+        return keep
+    if kind == 'container_smoke':
+        keep['component'] = keep['component'] or _container.component(run)
+        keep['container'] = _container.summary(run)
+        reason = _container.not_measured_reason(run)
+        if reason:
+            keep['not_measured'] = reason
         return keep
     if kind == 'mesh':
         # ansible-core 2.16 templates numbers to strings

@@ -168,22 +168,13 @@ def _replay(module, directory, key):
     """The recorded run ``key`` of the bundle (None when absent). An invalid manifest fails the task; a file
     of the entry that is not read (docs/capture-format.md) is a run not measured, with the reason."""
     try:
-        manifest = _bundle.load_manifest(directory)
+        replayed = _bundle.recorded_run(directory, key)
     except _bundle.BundleError as err:
         module.fail_json(msg=str(err))
-    entry = dict((e['probe'], e) for e in manifest['probes']).get(key)
-    if entry is None:
-        return None
-    try:
-        text, replaced = _bundle.read_entry(directory, entry)
-    except _bundle.BundleError as err:
-        return dict(command=entry['command'], skipped_reason=str(err))
-    rc = entry.get('rc', 0)
-    tail = text + entry.get('stderr', '')
-    if replaced:
-        tail += '\n[%s: %d byte sequence(s) that are not UTF-8 were read as U+FFFD]' % (entry['file'], replaced)
-    return dict(exit_code=rc, stdout=text, output_tail=tail[-4000:], seconds=float(entry.get('seconds') or 0.0),
-                timed_out=rc == 124, command=entry['command'])
+    if replayed is not None:
+        replayed.pop('stderr', None)
+        replayed.pop('status', None)
+    return replayed
 
 
 def _replay_dmon(module, directory, key):

@@ -88,6 +88,11 @@ def check_host(variables, address, known, profiles):
             # the host's address becomes a line of mpirun's hostfile
             problems.extend(_collection.check_host_address(address[0], address[1]))
         replay = variables.get('xuanwu_replay_dir')
+        smoke, problem = _collection.convert_variable(
+            'xuanwu_container_smoke', known['xuanwu_container_smoke'], variables.get('xuanwu_container_smoke'))
+        if smoke and not problem and not variables.get('xuanwu_container_image') and not replay:
+            problems.append("xuanwu_container_smoke is true but xuanwu_container_image is not set: name the image the smoke runs "
+                            "nvidia-smi -L in (for example nvcr.io/nvidia/cuda:12.6.3-base-ubuntu24.04), or switch the smoke off")
         if isinstance(replay, str) and replay and not os.path.isfile(os.path.join(replay, 'manifest.json')):
             problems.append("xuanwu_replay_dir '%s' is not a capture bundle (no manifest.json there)" % replay)
     ref = variables.get('xuanwu_profile')

@@ -135,6 +135,7 @@ STAGE_AREAS = {
     'collectives': ('nccl_tests',),
     'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters'),
     'mesh': ('mesh',),
+    'container': ('container_smoke',),
     # the dmon checks: where a workload's GPU samples were read (a workload run with "dmon" and its "gpus")
     'dmon': ('dmon',),
 }
@@ -213,6 +214,13 @@ def _figures(run):
         parts.append('NOT MEASURED: %s' % run['not_measured'])
     if run.get('not_judged'):
         parts.append('NOT JUDGED: %s' % run['not_judged'])
+    container = run.get('container') if isinstance(run.get('container'), dict) else {}
+    if container.get('gpus_in_container') is not None:
+        parts.append('%s GPU(s) in a %s container%s, %s on the host' % (
+            container['gpus_in_container'], container.get('engine'), ' of %s' % container['image'] if container.get('image') else '',
+            _fmt(container.get('gpus_on_host'))))
+    elif container.get('cause'):
+        parts.append('%s run failed: %s' % (container.get('engine'), container['cause']))
     picks = [(s, v) for s, v in _svg.sizes_of(run.get('busbw_gbps')) if s in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]
     if picks:
         parts.append('busbw ' + ', '.join('%s: %s GB/s' % (_size(s), _svg.num_text(v)) for s, v in picks))
