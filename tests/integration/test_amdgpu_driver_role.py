@@ -135,7 +135,8 @@ def test_keep_reports_the_blockers_without_failing(tmp_path):
 def test_bad_inputs_are_refused_with_the_variable_named(tmp_path, role_vars, message):
     rc, out = Node(tmp_path).apply('--check', **role_vars)
     assert rc != 0
-    assert message in ' '.join(out.split()), out[-3000:]
+    # the yaml callback of older ansible-core doubles the quotes of a single-quoted message
+    assert message in ' '.join(out.split()).replace("''", "'"), out[-3000:]
 
 
 # ---- the reboot decision (keep: nothing is installed or configured)
@@ -172,7 +173,7 @@ def test_no_loaded_module_needs_a_reboot(tmp_path):
     rc, out = node.apply(amdgpu_driver_manage='keep', amdgpu_driver_module=module)
     assert rc == 0, out[-3000:]
     result = facts(out)
-    assert result['required'] is True and result['running'] is None
+    assert result['required'] is True and result['running'] == {}
     assert result['reason'].startswith('reboot required: no amdgpu kernel module is loaded (%s is missing)' % node.sysfs)
 
 
@@ -184,7 +185,7 @@ def test_the_in_tree_module_alone_is_no_driver_of_ours(tmp_path):
     rc, out = node.apply(amdgpu_driver_manage='keep', amdgpu_driver_module=module)
     assert rc == 0, out[-3000:]
     result = facts(out)
-    assert result['required'] is False and result['installed'] is None
+    assert result['required'] is False and result['installed'] == {}
     assert result['reason'] == 'no amdgpu-dkms package and no out-of-tree amdgpu module is installed'
 
 
