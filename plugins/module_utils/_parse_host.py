@@ -13,6 +13,9 @@
 * :func:`parse_lspci_acs` - ``lspci -vvv`` (PCIe Access Control Services)
 * :func:`parse_nccl_version` - ``ncclGetVersion`` code or an NCCL version banner
 * :func:`parse_ps` - ``ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=`` (the process list)
+* :func:`parse_modprobe_config` - modprobe.d files as ``grep -H -a -e '' FILE...`` prints them
+* :func:`parse_kernel_cmdline` - ``/proc/cmdline``
+* :func:`parse_modinfo` - ``modinfo MODULE``
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -636,3 +639,162 @@ def parse_ps(text):
             continue
         rows.append({'pid': pid, 'ppid': ppid, 'user': user, 'etimes': etimes, 'args': args})
     return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# modprobe.d configuration (man modprobe.d): which modules it blacklists or keeps from loading
+
+# Directories in modprobe's order of precedence: a file in an earlier one hides the file of the
+# same name in a later one (/lib is /usr/lib on merged-/usr systems: one rank).
+_MODPROBE_DIRS = ('/etc/modprobe.d', '/run/modprobe.d', '/usr/local/lib/modprobe.d', '/usr/lib/modprobe.d', '/lib/modprobe.d')
+_MODPROBE_RANK = {'/etc/modprobe.d': 0, '/run/modprobe.d': 1, '/usr/local/lib/modprobe.d': 2, '/usr/lib/modprobe.d': 3, '/lib/modprobe.d': 3}
+_MODPROBE_LINE_RE = re.compile(r'^(/[^:]*\.conf):(.*)$')
+# "install MODULE /bin/false" (or true, or exit N): modprobe runs the command instead of loading the module.
+_NOOP_INSTALL_RE = re.compile(r'^(?:(?:/usr)?/s?bin/)?(?:false|true)(?:\s|;|$)|^exit(?:\s+[0-9]+)?\s*;?\s*$|^:\s*$')
+
+
+def _module_name(name):
+    return name.replace('-', '_')
+
+
+def _modprobe_rank(path):
+    directory = path.rsplit('/', 1)[0]
+    return _MODPROBE_RANK.get(directory, len(_MODPROBE_DIRS))
+
+
+def parse_modprobe_config(text):
+    """Parse modprobe configuration files as ``grep -H -a -e '' FILE...`` prints them (``PATH:LINE``).
+
+    Only ``*.conf`` files count (modprobe reads no others); of files with the same name, the one in
+    the directory modprobe prefers (/etc/modprobe.d, /run, /usr/local/lib, /usr/lib or /lib) hides
+    the others. Comments, blank lines and backslash continuations are handled as modprobe does.
+
+    Returns ``{files, hidden, blacklist, disabled, options}``: ``files`` the files read, ``hidden``
+    those hidden by a file of the same name; ``blacklist`` ``{module: [path, ...]}``; ``disabled``
+    ``{module: [{path, command}]}`` for ``install MODULE`` commands that load nothing (``/bin/false``,
+    ``/bin/true``, ``exit``); ``options`` ``{module: {parameter: value}}`` (the last one read wins).
+    Module names are normalised with ``_`` for ``-``. Empty output is no configuration.
+    """
+    source = 'modprobe.d'
+    per_file = {}
+    order = []
+    for raw in _lines(text, source):
+        if not raw.strip():
+            continue
+        match = _MODPROBE_LINE_RE.match(raw)
+        if not match:
+            raise ParseError(source, 'not a "/PATH.conf:LINE" line: %r' % raw[:100], text)
+        path, line = match.groups()
+        if path not in per_file:
+            per_file[path] = []
+            order.append(path)
+        per_file[path].append(line)
+    effective = {}
+    for path in order:
+        name = path.rsplit('/', 1)[1]
+        if name not in effective or _modprobe_rank(path) < _modprobe_rank(effective[name]):
+            effective[name] = path
+    files = sorted(effective.values(), key=lambda item: (item.rsplit('/', 1)[1], _modprobe_rank(item)))
+    result = {'files': files, 'hidden': sorted(path for path in order if path not in files),
+              'blacklist': {}, 'disabled': {}, 'options': {}}
+    # modprobe reads the files in the order of their names, whatever their directory.
+    for path in files:
+        pending = ''
+        for line in per_file[path] + ['']:
+            if line.endswith('\\'):
+                pending += line[:-1] + ' '
+                continue
+            line, pending = pending + line, ''
+            words = line.split('#', 1)[0].split() if not line.lstrip().startswith('#') else []
+            if len(words) < 2:
+                continue
+            command, module = words[0], _module_name(words[1])
+            if command == 'blacklist':
+                result['blacklist'].setdefault(module, []).append(path)
+            elif command == 'install':
+                action = ' '.join(words[2:])
+                if _NOOP_INSTALL_RE.match(action):
+                    result['disabled'].setdefault(module, []).append({'path': path, 'command': action})
+            elif command == 'options':
+                for word in words[2:]:
+                    key, _sep, value = word.partition('=')
+                    result['options'].setdefault(module, {})[key] = value
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc/cmdline
+
+_CMDLINE_WORD_RE = re.compile(r'(?:[^\s"]+|"[^"]*")+')
+
+
+def parse_kernel_cmdline(text):
+    """Parse ``/proc/cmdline``: the kernel's command line.
+
+    Returns ``{args, params, flags, module_blacklist}``: ``args`` the words as given; ``params``
+    ``{name: value}`` for ``name=value`` words (quotes removed, the last one wins; ``-`` in a name
+    read as ``_``, as the kernel does); ``flags`` the words without ``=``; ``module_blacklist`` the
+    sorted modules that ``modprobe.blacklist=`` and ``module_blacklist=`` name (comma-separated, every
+    occurrence). Raises ParseError on more than one line or an unterminated quote.
+    """
+    source = 'cmdline'
+    lines = _nonblank(text, source)
+    if len(lines) > 1:
+        raise ParseError(source, 'more than one line (%d): not /proc/cmdline' % len(lines), text)
+    line = lines[0].strip() if lines else ''
+    if line.count('"') % 2:
+        raise ParseError(source, 'unterminated quote: %r' % line[:100], text)
+    args = _CMDLINE_WORD_RE.findall(line)
+    params, flags, blacklist = {}, [], set()
+    for word in args:
+        bare = word.replace('"', '')
+        if '=' not in bare:
+            flags.append(bare)
+            continue
+        name, _sep, value = bare.partition('=')
+        name = name.replace('-', '_')
+        params[name] = value
+        if name in ('modprobe.blacklist', 'module_blacklist'):
+            blacklist.update(_module_name(item) for item in value.split(',') if item)
+    return {'args': args, 'params': params, 'flags': flags, 'module_blacklist': sorted(blacklist)}
+
+
+# ---------------------------------------------------------------------------------------------
+# modinfo MODULE
+
+_MODINFO_RE = re.compile(r'^([a-z_][a-z0-9_.]*):\s*(.*?)\s*$')
+_MODINFO_SINGLE = ('filename', 'name', 'version', 'srcversion', 'vermagic', 'license', 'description', 'author', 'depends',
+                   'retpoline', 'intree', 'signer', 'sig_key', 'sig_hashalgo')
+_MODINFO_SRCVERSION_RE = re.compile(r'^[0-9A-F]{23}$')
+
+
+def parse_modinfo(text):
+    """Parse ``modinfo MODULE`` (one module's fields, ``key:   value`` per line).
+
+    Returns ``{filename, name, version, srcversion, vermagic, ..., firmware: [..], parm: [..],
+    alias: [..]}``: a single-valued field that is not printed is ``None`` (the in-tree modules carry no
+    ``version``), the repeated ones (``firmware``, ``parm``, ``alias``, ``import_ns``) are lists.
+    ``srcversion`` must be the 23 hex digits the kernel prints. Raises ParseError without a
+    ``filename`` line (modinfo's own error, such as "Module amdgpu not found.", is not its output).
+    """
+    source = 'modinfo'
+    result = dict((key, None) for key in _MODINFO_SINGLE)
+    result.update({'firmware': [], 'parm': [], 'alias': [], 'import_ns': []})
+    seen = False
+    for raw in _nonblank(text, source):
+        match = _MODINFO_RE.match(raw)
+        if not match:
+            if seen:
+                continue  # the next line of a parameter description that spans lines
+            raise ParseError(source, 'not a "field: value" line: %r' % raw[:100], text)
+        seen = True
+        key, value = match.groups()
+        if key in result and isinstance(result[key], list):
+            result[key].append(value)
+        elif key in result and result[key] is None:
+            result[key] = value
+    if not result['filename']:
+        raise ParseError(source, 'no "filename:" line: not modinfo output for one module', text)
+    if result['srcversion'] is not None and not _MODINFO_SRCVERSION_RE.match(result['srcversion']):
+        raise ParseError(source, 'srcversion is not 23 hex digits: %r' % result['srcversion'][:40], text)
+    return result

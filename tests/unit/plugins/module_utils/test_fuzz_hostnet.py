@@ -65,6 +65,9 @@ CORPUS = {
     host.parse_lspci_acs: ([os.path.join(VM, 'lspci_-vvv.txt')] + _derived('host', 'lspci_'), [], dict),
     host.parse_nccl_version: ([os.path.join(H200, 'torch_version.txt')],
                               ['22809\n', '2708', '2.28.9', 'NCCL version 2.28.9+cuda13.0'], (str, type(None))),
+    host.parse_modprobe_config: (_derived('host', 'modprobe_d_'), ['/etc/modprobe.d/a.conf:install amdgpu /bin/false\n'], dict),
+    host.parse_kernel_cmdline: ([], ['BOOT_IMAGE=/vmlinuz ro modprobe.blacklist=amdgpu,nouveau dyndbg="a b" nomodeset\n'], dict),
+    host.parse_modinfo: (_derived('host', 'modinfo_'), [], dict),
 }
 TEXTS = dict((parser, [_read(path) for path in files] + list(inline)) for parser, (files, inline, dummy) in CORPUS.items())
 PARSERS = sorted(CORPUS, key=lambda parser: parser.__name__)
