@@ -74,6 +74,13 @@ def test_a_replayed_smoke_that_sees_every_gpu_passes_and_is_reported(tmp_path):
     assert '4 GPU(s) in a podman container, 4 on the host' in open(os.path.join(folder, 'report.html')).read()
 
 
+def test_check_mode_replays_and_judges_the_smoke_as_well(tmp_path):
+    hosts = {'short': {'xuanwu_replay_dir': bundle_with_smoke(tmp_path, 's', 'nvidia-smi_-L_h200x4-derived-gpu3-missing.txt')}}
+    rc, out, (_folder, report) = validate(tmp_path, hosts, '--check', xuanwu_container_smoke=True)
+    assert rc == 2, out[-3000:]
+    assert [f['check'] for f in container_findings(report['hosts']['short'])] == ['container.gpu_count']
+
+
 def test_a_smoke_not_requested_is_not_run_and_lists_no_container_check(tmp_path):
     hosts = {'node': {'xuanwu_replay_dir': bundle_with_smoke(tmp_path, 'b', 'nvidia-smi_-L_h200x4-derived-gpu3-missing.txt')}}
     rc, out, (folder, report) = validate(tmp_path, hosts)
