@@ -1,7 +1,8 @@
 """Integration: the container smoke stage of validate.yml (xuanwu_container_smoke), driven through ansible-playbook
 on replayed capture bundles (the demo bundle of a 4x H200 node plus a recorded container_smoke entry: derived
 nvidia-smi -L outputs and real engine errors, tests/fixtures/containers/README.md), and on live hosts: one without
-GPUs, and ones whose probe reads a real 4x H200 capture with a REAL podman and stand-in GPUs (tests/podman_standin.py). Every outcome reaches report.json, junit.xml, report.md and report.html."""
+GPUs, and ones whose probe reads a real 4x H200 capture with a REAL podman and stand-in GPUs (tests/podman_standin.py).
+Every outcome reaches report.json, junit.xml, report.md and report.html."""
 import json
 import os
 import shutil
