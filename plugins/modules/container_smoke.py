@@ -71,8 +71,8 @@ options:
     default: 120
   host_gpus:
     description:
-      - The probe's C(gpu) facts of the host (C(xuanwu_facts.gpu), docs/facts.md), or at least C({count: N}); the GPU
-        count, the vendor and the GPU UUIDs the container must show.
+      - The probe's C(gpu) facts of the host (C(xuanwu_facts.gpu), docs/facts.md), or a mapping with at least C(count).
+        They give the GPU count, the vendor and the GPU UUIDs the container must show.
     type: dict
   replay_dir:
     description:

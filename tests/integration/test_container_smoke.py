@@ -1,7 +1,8 @@
 """Integration: the container smoke stage of validate.yml (xuanwu_container_smoke), driven through ansible-playbook
 on replayed capture bundles (the demo bundle of a 4x H200 node plus a recorded container_smoke entry: derived
-nvidia-smi -L outputs and real engine errors, tests/fixtures/containers/README.md), and on a live host with a podman
-test double or with no engine at all. Every outcome reaches report.json, junit.xml, report.md and report.html."""
+nvidia-smi -L outputs and real engine errors, tests/fixtures/containers/README.md), and on live hosts: one without
+GPUs, and ones whose probe reads a real 4x H200 capture with a REAL podman and stand-in GPUs (tests/podman_standin.py).
+Every outcome reaches report.json, junit.xml, report.md and report.html."""
 import json
 import os
 import shutil
@@ -10,6 +11,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+import podman_standin
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _container
 from test_collectives_workloads import inventory, run_validate
 from test_validate_playbook import ROOT, playbook
 
@@ -66,11 +69,17 @@ def test_a_replayed_smoke_that_sees_every_gpu_passes_and_is_reported(tmp_path):
     assert smoke['kind'] == 'container_smoke' and smoke['command'] == COMMAND and smoke['component'] == 'podman run'
     assert smoke['container'] == {'engine': 'podman', 'image': None, 'gpus_on_host': 4, 'gpus_in_container': 4}
     cases = junit_cases(folder, 'node')
-    assert set(c for c in cases if c.startswith('container.')) == set(['container.engine_missing', 'container.gpu_count', 'container.not_measured',
-                                                                          'container.smoke_failed', 'container.unparsable'])
+    assert sorted(c for c in cases if c.startswith('container.')) == sorted(_container.CHECKS)
     assert cases['container.gpu_count'].find('failure') is None
     assert '4 GPU(s) in a podman container, 4 on the host' in open(os.path.join(folder, 'report.md')).read()
     assert '4 GPU(s) in a podman container, 4 on the host' in open(os.path.join(folder, 'report.html')).read()
+
+
+def test_check_mode_replays_and_judges_the_smoke_as_well(tmp_path):
+    hosts = {'short': {'xuanwu_replay_dir': bundle_with_smoke(tmp_path, 's', 'nvidia-smi_-L_h200x4-derived-gpu3-missing.txt')}}
+    rc, out, (_folder, report) = validate(tmp_path, hosts, '--check', xuanwu_container_smoke=True)
+    assert rc == 2, out[-3000:]
+    assert [f['check'] for f in container_findings(report['hosts']['short'])] == ['container.gpu_count']
 
 
 def test_a_smoke_not_requested_is_not_run_and_lists_no_container_check(tmp_path):
@@ -186,3 +195,50 @@ def test_requested_without_an_image_stops_before_anything_runs(tmp_path):
     assert 'host node: invalid inventory or profile, nothing was changed' in out
     assert 'xuanwu_container_smoke is true but xuanwu_container_image is not set' in out
     assert 'Probe and judge the node' not in out and not (tmp_path / 'reports').exists()
+
+
+H200X4 = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x4-nvlink')
+
+
+def nvidia_smi_double(tmp_path, monkeypatch):
+    """A test double of the host's nvidia-smi answering the probe with the real 4x H200 captures; first on PATH."""
+    tools = tmp_path / 'tools'
+    tools.mkdir()
+    body = ('case "$1" in\n'
+            '  --query-gpu=*) cat %s ;;\n'
+            '  -q) cat %s ;;\n'
+            '  topo) cat %s ;;\n'
+            '  nvlink) cat %s ;;\n'
+            '  *) echo "nvidia-smi: not answered by the test double" >&2; exit 127 ;;\n'
+            'esac\n') % tuple(os.path.join(H200X4, name) for name in (
+                'nvidia-smi_--query-gpu.csv', 'nvidia-smi_-q_-x.xml', 'nvidia-smi_topo_-m.txt', 'nvidia-smi_nvlink_--status.txt'))
+    path = tools / 'nvidia-smi'
+    path.write_text('#!/bin/sh\n# test double: stands in for the real tool in tests\n' + body)
+    path.chmod(0o755)
+    monkeypatch.setenv('PATH', '%s:%s' % (tools, os.environ['PATH']))
+
+
+def test_a_real_podman_smoke_through_validate_passes_where_every_gpu_is_injected_and_fails_where_one_is(tmp_path, monkeypatch):
+    """Live hosts (this machine, twice) whose probe reads the 4 H200 of a real capture, and a REAL podman that runs the
+    smoke with stand-in GPUs of those 4 UUIDs (tests/podman_standin.py): all 4 injected on one host, only GPU 0 on the
+    other."""
+    if podman_standin.missing():
+        pytest.skip(podman_standin.missing())
+    nvidia_smi_double(tmp_path, monkeypatch)
+    uuids = ['GPU-f0ecc684-38e2-f0a2-a5ca-d2c3460b88ae', 'GPU-8f519e31-f80a-acb4-f2a1-39500bb68db0',
+             'GPU-210b4768-fdb5-c919-3601-93513e637edd', 'GPU-b164b3a7-ff0e-d62a-23b5-59999c70948f']
+    with podman_standin.stand_in_gpus(tmp_path, uuids) as image:
+        hosts = {'all4': {'xuanwu_container_smoke_cdi_devices': ['%s=all' % podman_standin.KIND]},
+                 'only1': {'xuanwu_container_smoke_cdi_devices': ['%s=0' % podman_standin.KIND]}}
+        # the node checks of this machine fail (no InfiniBand...): the smoke runs anyway, only its findings are asserted
+        rc, out, (folder, report) = validate(tmp_path, hosts, xuanwu_container_smoke=True, xuanwu_container_image=image,
+                                             xuanwu_container_smoke_engine='podman', xuanwu_container_smoke_run_args=podman_standin.RUN_ARGS,
+                                             xuanwu_workloads_on_failed_hosts=True)
+    assert podman_standin.no_smoke_containers()
+    good, short = report['hosts']['all4'], report['hosts']['only1']
+    assert good['facts_summary']['gpu_count'] == 4, out[-3000:]
+    assert container_findings(good) == [], good['findings']
+    assert good['workloads'][0]['container'] == {'engine': 'podman', 'image': image, 'gpus_on_host': 4, 'gpus_in_container': 4}
+    [f] = container_findings(short)
+    assert (f['check'], f['host'], f['measured'], f['expected']) == ('container.gpu_count', 'only1', '1 GPU(s)', "4 GPU(s), the host's")
+    assert uuids[3] in f['message'] and rc == 2

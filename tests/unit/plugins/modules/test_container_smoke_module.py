@@ -1,95 +1,31 @@
-"""container_smoke run as Ansible runs a module, against a REAL podman: a tiny local image (podman import of a
-root file system with only a shell, sleep and their C library, no registry), a CDI spec under /var/run/cdi/ for a vendor
-kind of the test (xuanwu-test.invalid/gpu) whose devices are stand-in device nodes (/dev/null) and whose common
-edits mount a stand-in nvidia-smi (a test double that prints one "GPU <n>: ... (UUID: ...)" line per stand-in
-device it finds in the container). So the devices the container sees are the ones podman injected from the spec.
-Each result is judged with the collection's checks. Also: no engine on the PATH, check mode, replay, bad options."""
+"""container_smoke run as Ansible runs a module, against a REAL podman with stand-in GPUs (tests/podman_standin.py: a
+tiny local image made with podman import, no registry, and a CDI spec under /var/run/cdi/ whose devices are stand-in
+device nodes and whose common edits mount a test double of nvidia-smi listing the devices podman injected). Each
+result is judged with the collection's checks. Also: no engine on the PATH, check mode, replay, bad options."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import uuid
 
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _container
+from podman_standin import KIND, RUN_ARGS, missing, no_smoke_containers, stand_in_gpus
 from test_bundle_modules import DEMO, run_module
 
-PODMAN = shutil.which('podman')
-KIND = 'xuanwu-test.invalid/gpu'
 UUIDS = ['GPU-00000000-0000-4000-8000-00000000000%d' % i for i in range(2)]
 HOST_GPUS = {'vendor': 'nvidia', 'count': 2, 'devices': [{'index': i, 'uuid': u} for i, u in enumerate(UUIDS)]}
-STAND_IN = '''#!/bin/sh
-# test double: stands in for nvidia-smi -L, one line per stand-in GPU device injected by the CDI spec
-i=0
-for d in /dev/xuanwu-gpu*; do
-  [ -e "$d" ] || continue
-  n=${d#/dev/xuanwu-gpu}
-  eval "u=\\$XUANWU_GPU${n}_UUID"
-  echo "GPU $i: Stand-in GPU (UUID: $u)"
-  i=$((i+1))
-done
-[ "$i" -gt 0 ] || { echo "No devices were found"; exit 6; }
-'''
-
-
-def _spec(stand_in):
-    devices = []
-    for i, u in enumerate(UUIDS):
-        devices.append({'name': str(i), 'containerEdits': {
-            'deviceNodes': [{'path': '/dev/xuanwu-gpu%d' % i, 'hostPath': '/dev/null'}], 'env': ['XUANWU_GPU%d_UUID=%s' % (i, u)]}})
-    devices.append({'name': 'all', 'containerEdits': {
-        'deviceNodes': [{'path': '/dev/xuanwu-gpu%d' % i, 'hostPath': '/dev/null'} for i in range(len(UUIDS))],
-        'env': ['XUANWU_GPU%d_UUID=%s' % (i, u) for i, u in enumerate(UUIDS)]}})
-    return {'cdiVersion': '0.5.0', 'kind': KIND, 'devices': devices,
-            'containerEdits': {'mounts': [{'hostPath': stand_in, 'containerPath': '/usr/bin/nvidia-smi', 'options': ['ro', 'bind']}]}}
 
 
 @pytest.fixture(scope='module')
 def podman_gpu(tmp_path_factory):
-    """(image, tmp dir): the local image and the CDI spec of the stand-in GPUs, removed afterwards."""
-    if PODMAN is None:
-        pytest.skip('podman is not installed: the real-podman proof of the container smoke needs it')
-    if os.geteuid() != 0:
-        pytest.skip('writing a CDI spec under /var/run/cdi/ needs root')
+    """(image, tmp dir): the local image and the CDI spec of two stand-in GPUs, removed afterwards."""
+    if missing():
+        pytest.skip(missing())
     tmp = tmp_path_factory.mktemp('podman-smoke')
-    root = tmp / 'rootfs'
-    shell, sleep = os.path.realpath('/bin/sh'), os.path.realpath(shutil.which('sleep'))
-    files = [shell, sleep]
-    for binary in (shell, sleep):
-        libs = subprocess.run(['ldd', binary], stdout=subprocess.PIPE, check=True).stdout.decode()
-        files += [part for line in libs.splitlines() for part in line.split() if part.startswith('/')]
-    for path in sorted(set(files)):
-        dest = root / path.lstrip('/')
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, str(dest))
-    (root / 'bin').mkdir(exist_ok=True)
-    for name, binary in (('sh', shell), ('sleep', sleep)):
-        if not (root / 'bin' / name).exists():
-            shutil.copy(binary, str(root / 'bin' / name))
-    for folder in ('dev', 'proc', 'sys', 'etc', 'usr/bin', 'tmp'):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-    image = 'localhost/xuanwu-smoke-test:%s' % uuid.uuid4().hex[:12]
-    tar = subprocess.Popen(['tar', '-C', str(root), '-c', '.'], stdout=subprocess.PIPE)
-    subprocess.run([PODMAN, 'import', '-', image], stdin=tar.stdout, stdout=subprocess.PIPE, check=True)
-    tar.wait()
-    stand_in = tmp / 'nvidia-smi'
-    stand_in.write_text(STAND_IN)
-    stand_in.chmod(0o755)
-    os.makedirs('/var/run/cdi', exist_ok=True)
-    spec = '/var/run/cdi/xuanwu-test-%s.json' % uuid.uuid4().hex[:8]
-    with open(spec, 'w') as handle:
-        json.dump(_spec(str(stand_in)), handle)
-    try:
+    with stand_in_gpus(tmp, UUIDS) as image:
         yield image, tmp
-    finally:
-        os.unlink(spec)
-        subprocess.run([PODMAN, 'rmi', '--force', image], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-
-
-# runc: the default runtime crun refuses some hosts' hybrid cgroup mode (docs/development.md); no network needed
-RUN_ARGS = ['--network=none'] + (['--runtime=runc'] if shutil.which('runc') else [])
 
 
 def smoke(tmp_path, image, **args):
@@ -97,11 +33,6 @@ def smoke(tmp_path, image, **args):
             'timeout': 60}
     base.update(args)
     return run_module(tmp_path, 'container_smoke', base)
-
-
-def no_smoke_containers():
-    out = subprocess.run([PODMAN, 'ps', '--all', '--format', '{{.Names}}'], stdout=subprocess.PIPE, check=True).stdout.decode()
-    return [n for n in out.split() if n.startswith('xuanwu-smoke-')] == []
 
 
 def test_real_podman_with_every_stand_in_gpu_passes(tmp_path, podman_gpu):
