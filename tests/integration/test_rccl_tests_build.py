@@ -14,9 +14,10 @@ import sys
 
 import pytest
 
-from test_nccl_tests_build import STANDIN, VERSION, Site, flat, pytestmark, read_info, run_binary, write  # noqa: F401 (pytestmark applies here too)
+from test_nccl_tests_build import STANDIN, VERSION, Site, flat, read_info, run_binary, write
 
 RCCL_VERSION = '0.0.0-rccl-standin'
+pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
 # The tests of "no ROCm" need a test host without one.
 HOST_ROCM = os.path.exists('/opt/rocm') or bool(os.environ.get('ROCM_PATH')) or shutil.which('hipcc') is not None
 without_host_rocm = pytest.mark.skipif(HOST_ROCM, reason='this host has ROCm (/opt/rocm, $ROCM_PATH or hipcc on PATH)')
@@ -126,8 +127,8 @@ def test_auto_takes_rccl_tests_where_hipcc_is_on_path_and_nccl_tests_elsewhere(s
     bindir = os.path.join(site.tmp, 'bin')
     os.makedirs(bindir)
     os.symlink(os.path.join(site.rocm, 'bin', 'hipcc'), os.path.join(bindir, 'hipcc'))
-    rc, out, result, changed = site.play(check=True, path_prepend=bindir, **site.rccl(nccl_tests_build_flavor='auto',
-                                                                                       nccl_tests_build_rocm_path='auto'))
+    auto = site.rccl(nccl_tests_build_flavor='auto', nccl_tests_build_rocm_path='auto')
+    rc, out, result, changed = site.play(check=True, path_prepend=bindir, **auto)
     assert rc == 0 and changed > 0, out[-5000:]
     assert result['flavor'] == 'rccl' and result['rocm_home'] == site.rocm and result['built'] is False
     assert 'auto: ROCm found at %s' % site.rocm in flat(out)
