@@ -54,11 +54,12 @@ class Node(object):
         return values
 
     def apply(self, *args, **role_vars):
+        shown = ('FACTS {{ {"required": amdgpu_driver_reboot_required, "reason": amdgpu_driver_reboot_reason, '
+                 '"installed": amdgpu_driver_installed_module, "running": amdgpu_driver_running_module, '
+                 '"blockers": amdgpu_driver_blockers} | to_json }} END')
         play = [{'name': 'amdgpu_driver', 'hosts': 'all', 'gather_facts': True, 'gather_subset': ['min'],
                  'tasks': [{'name': 'Apply the role', 'ansible.builtin.include_role': {'name': 'xuanwu.cluster.amdgpu_driver'}},
-                           {'name': 'Show the facts', 'ansible.builtin.debug': {'msg': 'FACTS {{ {"required": amdgpu_driver_reboot_required, '
-                            '"reason": amdgpu_driver_reboot_reason, "installed": amdgpu_driver_installed_module, '
-                            '"running": amdgpu_driver_running_module, "blockers": amdgpu_driver_blockers} | to_json }} END'}}]}]
+                           {'name': 'Show the facts', 'ansible.builtin.debug': {'msg': shown}}]}]
         (self.dir / 'play.yml').write_text(yaml.safe_dump(play))
         inv = {'all': {'hosts': {'node01': {}}, 'vars': dict({'ansible_connection': 'local',
                                                               'ansible_python_interpreter': '{{ ansible_playbook_python }}'},
