@@ -38,7 +38,7 @@ JOB_SECONDS = {
     'molecule-image': 10000,  # first: the scenarios wait for it
     'molecule:cluster': 700, 'molecule:firewall': 650, 'molecule:gpu_packages': 500,
     'integration': 650,  # per shard of two
-    'molecule:chrony': 300, 'molecule:monitoring': 280, 'molecule:python_venv': 170, 'molecule:rdma': 150, 'molecule:roce_qos': 140,
+    'molecule:container_toolkit': 300, 'molecule:chrony': 300, 'molecule:monitoring': 280, 'molecule:python_venv': 170, 'molecule:rdma': 150, 'molecule:roce_qos': 140,
     'unit': 100, 'lint': 80, 'sanity': 65,
 }
 DEFAULT_SECONDS = 200
