@@ -91,7 +91,7 @@ def engines(tmp_path):
     files = {'docker': {'config': str(tmp_path / 'docker' / 'daemon.json'), 'drop_in': '', 'unit': 'docker'},
              'crio': {'config': str(tmp_path / 'crio' / 'crio.conf'),
                       'drop_in': str(tmp_path / 'crio' / 'crio.conf.d' / '99-nvidia.toml'), 'unit': 'crio'}}
-    override = json.dumps({'__nct_ctk': str(ctk), '__nct_engine_files': files})
+    override = json.dumps({'__nvidia_container_toolkit_ctk': str(ctk), '__nvidia_container_toolkit_engine_files': files})
     return tmp_path, files, override
 
 
