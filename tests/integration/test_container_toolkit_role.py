@@ -4,6 +4,7 @@ nvidia-ctk of the molecule scenario (tests/fixtures/standin-debs/nvidia-ctk.py, 
 program). The whole role (repository, packages, containerd, CDI, restarts) runs in molecule/container_toolkit."""
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -141,3 +142,39 @@ def test_a_changed_option_reconfigures(engines):
     rc, out = run_role(work, 'runtimes', '-e', override, nvidia_container_toolkit_enable_cdi_in_runtimes=True, **base)
     assert rc == 0 and changed_engines(out) == ['docker'], out[-3000:]
     assert json.loads((tmp_path / 'docker' / 'daemon.json').read_text())['features'] == {'cdi': True}
+
+
+GUIDE_LINE = 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /'
+
+
+@pytest.fixture(scope='module')
+def source_pattern(tmp_path_factory):
+    """The pattern the role gives find (contains: Python's re.match on each line of the apt sources), for x86_64,
+    rendered once."""
+    tmp_path = tmp_path_factory.mktemp('pattern')
+    play = [{'name': 'Pattern', 'hosts': 'all', 'gather_facts': False, 'tasks': [
+        {'name': 'Load the role', 'ansible.builtin.include_role': {'name': 'xuanwu.cluster.nvidia_container_toolkit',
+                                                                  'tasks_from': 'preflight', 'public': True}},
+        {'name': 'Write the pattern', 'ansible.builtin.copy': {
+            'content': '{{ __nvidia_container_toolkit_repo_url_regex }}', 'dest': str(tmp_path / 'regex.txt'), 'mode': '0600'}}]}]
+    (tmp_path / 'play.yml').write_text(yaml.safe_dump(play))
+    inv = {'all': {'hosts': {'node01': {}}, 'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}
+    (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inv))
+    rc, out = playbook('-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'), '-e', 'ansible_architecture=x86_64')
+    assert rc == 0, out[-3000:]
+    return re.compile((tmp_path / 'regex.txt').read_text())
+
+
+@pytest.mark.parametrize('line, conflict', [
+    (GUIDE_LINE, True),                                                              # the install guide's list file
+    ('URIs: https://nvidia.github.io/libnvidia-container/stable/deb/amd64', True),   # a deb822 source
+    ('deb https://nvidia.github.io/libnvidia-container/stable/deb/amd64/ /', True),
+    ('deb http://nvidia.github.io/libnvidia-container/stable/deb/amd64 /', True),
+    ('#' + GUIDE_LINE, False),                                                       # commented out
+    ('#deb https://nvidia.github.io/libnvidia-container/experimental/deb/$(ARCH) /', False),
+    ('deb https://nvidia.github.io/libnvidia-container/experimental/deb/$(ARCH) /', False),   # another repository
+    ('deb https://nvidia.github.io/libnvidia-container/stable/deb/amd64-extra /', False),
+    ('deb https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /', False),
+])
+def test_other_sources_of_the_repository_are_recognised(source_pattern, line, conflict):
+    assert bool(source_pattern.match(line)) is conflict, source_pattern.pattern
