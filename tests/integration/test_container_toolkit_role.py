@@ -152,11 +152,11 @@ def source_pattern(tmp_path_factory):
     """The pattern the role gives find (contains: Python's re.match on each line of the apt sources), for x86_64,
     rendered once."""
     tmp_path = tmp_path_factory.mktemp('pattern')
+    load = {'name': 'xuanwu.cluster.nvidia_container_toolkit', 'tasks_from': 'preflight', 'public': True}
+    write = {'content': '{{ __nvidia_container_toolkit_repo_url_regex }}', 'dest': str(tmp_path / 'regex.txt'), 'mode': '0600'}
     play = [{'name': 'Pattern', 'hosts': 'all', 'gather_facts': False, 'tasks': [
-        {'name': 'Load the role', 'ansible.builtin.include_role': {'name': 'xuanwu.cluster.nvidia_container_toolkit',
-                                                                  'tasks_from': 'preflight', 'public': True}},
-        {'name': 'Write the pattern', 'ansible.builtin.copy': {
-            'content': '{{ __nvidia_container_toolkit_repo_url_regex }}', 'dest': str(tmp_path / 'regex.txt'), 'mode': '0600'}}]}]
+        {'name': 'Load the role', 'ansible.builtin.include_role': load},
+        {'name': 'Write the pattern', 'ansible.builtin.copy': write}]}]
     (tmp_path / 'play.yml').write_text(yaml.safe_dump(play))
     inv = {'all': {'hosts': {'node01': {}}, 'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inv))
