@@ -36,7 +36,7 @@ LOG_DIR = os.path.join('.cache', 'test-logs')
 # longest first). A job not named here counts as DEFAULT_SECONDS.
 JOB_SECONDS = {
     'molecule-image': 10000,  # first: the scenarios wait for it
-    'molecule:cluster': 700, 'molecule:firewall': 650, 'molecule:gpu_packages': 500,
+    'molecule:cluster': 700, 'molecule:firewall': 650, 'molecule:gpu_packages': 500, 'molecule:container_toolkit': 450,
     'integration': 650,  # per shard of two
     'molecule:chrony': 300, 'molecule:monitoring': 280, 'molecule:python_venv': 170, 'molecule:rdma': 150, 'molecule:roce_qos': 140,
     'unit': 100, 'lint': 80, 'sanity': 65,
