@@ -646,7 +646,6 @@ def parse_ps(text):
 
 # Directories in modprobe's order of precedence: a file in an earlier one hides the file of the
 # same name in a later one (/lib is /usr/lib on merged-/usr systems: one rank).
-_MODPROBE_DIRS = ('/etc/modprobe.d', '/run/modprobe.d', '/usr/local/lib/modprobe.d', '/usr/lib/modprobe.d', '/lib/modprobe.d')
 _MODPROBE_RANK = {'/etc/modprobe.d': 0, '/run/modprobe.d': 1, '/usr/local/lib/modprobe.d': 2, '/usr/lib/modprobe.d': 3, '/lib/modprobe.d': 3}
 _MODPROBE_LINE_RE = re.compile(r'^(/[^:]*\.conf):(.*)$')
 # "install MODULE /bin/false" (or true, or exit N): modprobe runs the command instead of loading the module.
@@ -659,7 +658,7 @@ def _module_name(name):
 
 def _modprobe_rank(path):
     directory = path.rsplit('/', 1)[0]
-    return _MODPROBE_RANK.get(directory, len(_MODPROBE_DIRS))
+    return _MODPROBE_RANK.get(directory, max(_MODPROBE_RANK.values()) + 1)
 
 
 def parse_modprobe_config(text):
