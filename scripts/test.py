@@ -4,9 +4,10 @@
 
     python3 scripts/test.py [--lanes N] [--shards N] [SUITE ...]      suites: unit lint sanity integration molecule
 
-Every suite is cut into jobs: unit, lint and sanity are one job each; integration is one job per controller
-venv (.venv = ansible-core 2.19, .venv-2.16) and shard (pytest's items dealt round-robin, XUANWU_SHARD=i/n,
-tests/conftest.py); molecule is one job that builds the test image and installs molecule, then one job per
+Every suite is cut into jobs: unit, lint and sanity are one job each; integration is one job per shard of the
+newest controller venv (.venv = ansible-core 2.19: every integration test, pytest's items dealt round-robin,
+XUANWU_SHARD=i/n, tests/integration/conftest.py) and one job for .venv-2.16, which runs only the tests marked
+both_controllers (what can differ between ansible-core versions, tests/conftest.py); molecule is one job that builds the test image and installs molecule, then one job per
 scenario. A lane takes the next job as soon as it is free, the longest first (figures measured on a 2-core
 machine, in JOB_SECONDS below), so no suite waits for the slowest job of the one before it and no core idles
 while unit, lint and sanity each run on one. The suites are CPU-bound (the machine stays about 95 % busy): lanes
@@ -16,9 +17,14 @@ Each job writes its own log under .cache/test-logs/; a line says when each start
 the last lines of every failed job's log, each job's time, `make test: ... in Ns` and
 `suites: N passed, N failed`. Every job runs even after a failure; the exit status is 1 if any failed.
 
+The time budget: when the whole run takes longer than TEST_BUDGET_SECONDS (default 2400: 40 minutes, well under CI's
+90), it fails with the jobs' times, even when every suite passed, so that a change cannot push CI towards its
+limit unnoticed. 0 switches the guard off (e.g. on a slower machine of your own).
+
 Environment: TEST_LANES (default: the number of CPUs + 1: the molecule scenarios wait on containers,
-networks and timers for about a third of their time, and a third lane fills it on 2 CPUs), TEST_SHARDS (integration shards per
-controller, default 2), MOLECULE_SCENARIOS (default: every scenario), PYTEST_ARGS (default -q).
+networks and timers for about a third of their time, and a third lane fills it on 2 CPUs), TEST_SHARDS (integration shards
+of the newest controller, default 2), MOLECULE_SCENARIOS (default: every scenario), PYTEST_ARGS (default -q),
+TEST_BUDGET_SECONDS (default 2400).
 """
 import argparse
 import os
@@ -37,11 +43,13 @@ LOG_DIR = os.path.join('.cache', 'test-logs')
 JOB_SECONDS = {
     'molecule-image': 10000,  # first: the scenarios wait for it
     'molecule:cluster': 700, 'molecule:firewall': 650, 'molecule:gpu_packages': 500, 'molecule:container_toolkit': 450,
-    'integration': 650,  # per shard of two
+    'integration': 650,  # per shard of two (the newest controller)
+    'integration-2.16': 300,  # the both_controllers tests, one job
     'molecule:chrony': 300, 'molecule:monitoring': 280, 'molecule:python_venv': 170, 'molecule:rdma': 150, 'molecule:roce_qos': 140,
     'unit': 100, 'lint': 80, 'sanity': 65,
 }
 DEFAULT_SECONDS = 200
+BUDGET_SECONDS = 2400   # 40 minutes: CI stops at 90
 TAIL_LINES = 120
 
 
@@ -79,14 +87,18 @@ def plan(suites, shards, scenarios, pytest_args, root=ROOT):
             jobs.append(Job(suite, suite, ['bash', 'scripts/%s.sh' % suite]))
         elif suite == 'integration':
             for venv in CONTROLLER_VENVS:
-                for shard in range(shards):
+                # the older controller runs the both_controllers tests only: one job is enough
+                count = shards if venv == CONTROLLER_VENVS[0] else 1
+                for shard in range(count):
                     name = 'integration:%s:%d' % (venv.lstrip('.'), shard + 1)
                     env = {'PATH': os.path.join(root, venv, 'bin') + os.pathsep + os.environ.get('PATH', ''),
                            # each job its own fact cache: jobs at once must not read each other's facts
                            'ANSIBLE_CACHE_PLUGIN_CONNECTION': os.path.join(root, '.cache', 'facts-' + name.replace(':', '-')),
-                           'XUANWU_SHARD': '%d/%d' % (shard + 1, shards)}
+                           'XUANWU_SHARD': '%d/%d' % (shard + 1, count)}
+                    weight = JOB_SECONDS['integration'] * 2 // count if venv == CONTROLLER_VENVS[0] else JOB_SECONDS['integration-2.16']
+                    # the slowest 20 tests of every job in its log: where the time goes (docs/development.md)
                     jobs.append(Job(name, suite, [os.path.join(venv, 'bin', 'python'), '-m', 'pytest'] + pytest_args
-                                    + ['tests/integration'], env=env, weight=JOB_SECONDS['integration'] * 2 // shards))
+                                    + ['--durations=20', 'tests/integration'], env=env, weight=weight))
         elif suite == 'molecule':
             jobs.append(Job('molecule-image', suite, ['bash', '-c', 'bash scripts/build-test-image.sh && '
                                                                     'MOLECULE_PREPARE_ONLY=1 bash scripts/molecule.sh']))
@@ -169,6 +181,14 @@ def suite_results(jobs, suites):
     return results
 
 
+def budget_verdict(seconds, budget):
+    """None when the run kept to its budget (or the guard is off: budget 0), else the message that fails it."""
+    if budget <= 0 or seconds <= budget:
+        return None
+    return ('the suites took %ds, over the time budget of %ds (TEST_BUDGET_SECONDS): CI stops at 90 minutes; '
+            'make the slowest jobs above cheaper (docs/development.md, "Keeping CI fast") before adding tests' % (seconds, budget))
+
+
 def tail(path, lines):
     try:
         with open(path, errors='replace') as handle:
@@ -182,6 +202,8 @@ def main(argv=None):
     parser.add_argument('suites', nargs='*', metavar='SUITE', help='default: %s' % ' '.join(SUITES))
     parser.add_argument('--lanes', type=int, default=int(os.environ.get('TEST_LANES', 0)) or (os.cpu_count() or 1) + 1)
     parser.add_argument('--shards', type=int, default=int(os.environ.get('TEST_SHARDS', 2)))
+    parser.add_argument('--budget', type=int, default=int(os.environ.get('TEST_BUDGET_SECONDS', BUDGET_SECONDS)),
+                        help='seconds the whole run may take; over it the run fails (0: no limit)')
     args = parser.parse_args(argv)
     suites = args.suites or list(SUITES)
     if args.lanes < 1 or args.shards < 1:
@@ -203,9 +225,13 @@ def main(argv=None):
     results = suite_results(jobs, suites)
     names = [suite for suite, ok, _failed in results if not ok]
     ending = '; failed: ' + ' '.join(names) if names else ''
-    sys.stdout.write('\nmake test: %s in %ds on %d lanes%s\n' % (' '.join(suites), round(time.time() - start), args.lanes, ending))
+    took = int(round(time.time() - start))
+    sys.stdout.write('\nmake test: %s in %ds on %d lanes%s\n' % (' '.join(suites), took, args.lanes, ending))
+    over = budget_verdict(took, args.budget)
+    if over:
+        sys.stdout.write('time budget: FAILED: %s\n' % over)
     sys.stdout.write('suites: %d passed, %d failed\n' % (len(results) - len(names), len(names)))
-    return 1 if names else 0
+    return 1 if names or over else 0
 
 
 if __name__ == '__main__':

@@ -67,6 +67,7 @@ def run_validate(tmp_path, inv, *extra):
     return rc, out, the_report(reports)
 
 
+@pytest.mark.both_controllers
 def test_collectives_on_real_captures_pass_and_every_run_is_recorded(tmp_path):
     log = tmp_path / 'calls.log'
     fake_nccl_tests(tmp_path / 'bin', log, {})

@@ -57,6 +57,7 @@ def _one(metrics, name, **labels):
     return found[0]
 
 
+@pytest.mark.both_controllers
 def test_throttling_during_a_collective_fails_the_host_and_reaches_every_output(tmp_path, monkeypatch):
     bindir = doubles(tmp_path, 'h200x2_dmon_busy-derived-throttle-gpu1.txt', monkeypatch)
     textfiles = tmp_path / 'textfile'

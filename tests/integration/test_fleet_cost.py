@@ -4,6 +4,8 @@ comparison, report) run once; the gate runs on the failed hosts only; a stage th
 import os
 import re
 
+import pytest
+
 from test_validate_playbook import BUNDLE, ROOT, playbook, the_report, write_inventory
 
 FAULTY = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node04')
@@ -22,6 +24,7 @@ def run(tmp_path, n, faulty=(), extra=()):
     return rc, out, recap(out)
 
 
+@pytest.mark.both_controllers
 def test_a_healthy_host_costs_one_task_and_the_controller_work_does_not_grow(tmp_path):
     localhost = {}
     for n in (3, 12):

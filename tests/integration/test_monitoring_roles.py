@@ -45,6 +45,7 @@ def gpu_dir(tmp_path, count):
     return ['-e', '__dcgm_exporter_gpu_dir=%s' % folder]
 
 
+@pytest.mark.both_controllers
 @pytest.mark.parametrize('mode', [[], ['--check']])
 def test_dcgm_exporter_skips_a_host_without_gpus_and_says_so(tmp_path, mode):
     rc, out, state = run_role(tmp_path, 'dcgm_exporter', *(gpu_dir(tmp_path, 0) + mode))

@@ -146,6 +146,7 @@ def site(tmp_path):
     return Site(tmp_path)
 
 
+@pytest.mark.both_controllers
 def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     rc, out, result, changed = site.play()
     assert rc == 0, out[-5000:]

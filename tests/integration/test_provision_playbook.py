@@ -47,6 +47,7 @@ def test_installed_reads_the_status_not_the_exit_code(tmp_path, status, want):
     assert installed('chrony', admindir=str(tmp_path)) is want
 
 
+@pytest.mark.both_controllers
 @pytest.mark.skipif(shutil.which('apt-get') is None, reason='the chrony role plan is exercised on an apt system')
 def test_check_mode_plans_in_batches_and_changes_nothing(tmp_path):
     had_chrony = installed('chrony')
@@ -68,6 +69,7 @@ def test_unknown_role_name_is_refused_before_anything_runs(tmp_path):
     assert 'Provision the nodes in batches' not in out
 
 
+@pytest.mark.both_controllers
 def test_batch_settings_as_the_docs_type_them(tmp_path):
     inv = inventory(tmp_path)
     rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check', '-e', 'xuanwu_serial=1', '-e', 'xuanwu_max_fail_percentage=10')

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from test_validate_playbook import ROOT, playbook
@@ -91,6 +92,7 @@ def test_the_record_of_a_rollout_without_secrets(tmp_path):
     assert 'Record the batch' in open(os.path.join(run, 'ansible.log')).read()
 
 
+@pytest.mark.both_controllers
 def test_the_same_run_id_resumes_and_skips_finished_hosts(tmp_path):
     rc, out = rollout(tmp_path)
     assert rc == 0, out[-3000:]

@@ -60,6 +60,7 @@ def role(tmp_path, hosts, action, *extra, **role_vars):
     return rc, out, results
 
 
+@pytest.mark.both_controllers
 def test_drain_then_resume_round_trip(slurm):
     rc, out, results = role(slurm, ['node01'], 'drain')
     assert rc == 0, out[-3000:]
@@ -130,6 +131,7 @@ def test_a_drain_waits_for_the_jobs_to_end(slurm):
     assert nodes(slurm)['node03']['state'] == 'IDLE+DRAIN'
 
 
+@pytest.mark.both_controllers
 def test_check_mode_changes_nothing(slurm):
     before = nodes(slurm)
     rc, out, results = role(slurm, ['node01', 'node02'], 'drain', '--check')

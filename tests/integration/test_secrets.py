@@ -35,6 +35,7 @@ def all_files(top):
             yield os.path.join(folder, name)
 
 
+@pytest.mark.both_controllers
 @pytest.mark.parametrize('output, ranks', [('nccl-tests_all_reduce_perf_16-ranks.txt', 16), ('single-node 4-GPU capture', 4)])
 def test_secrets_are_redacted_everywhere_and_reach_the_process(tmp_path, monkeypatch, output, ranks):
     """The 4-rank output fails and is re-run with NCCL_DEBUG=INFO, so the output tail is kept in the report."""

@@ -73,6 +73,7 @@ def latest(state):
     return out
 
 
+@pytest.mark.both_controllers
 def test_a_faulty_node_stays_drained_the_rollout_stops_and_a_rerun_resumes(tmp_path):
     cluster = Cluster(tmp_path, ['node1', 'node2', 'node3', 'node4'], faulty={'node3'}, foreign={'node2': 'maintenance by dcops'})
     rc, out = cluster.run('-e', 'xuanwu_serial=1')
@@ -129,6 +130,7 @@ def test_the_failure_limit_decides_whether_the_rollout_goes_on(tmp_path, limit, 
     assert 'xuanwu %s: failed checks' % RUN in cluster.nodes()['node3']['reason']
 
 
+@pytest.mark.both_controllers
 def test_check_mode_lists_the_plan_and_changes_nothing(tmp_path):
     cluster = Cluster(tmp_path, ['node1', 'node2', 'node3'], faulty={'node2'})
     before = cluster.nodes()

@@ -57,6 +57,7 @@ def test_check_mode_on_fresh_nodes_reports_and_writes_nothing(cluster):
         assert sorted(os.listdir(str(tmp / name))) == ['host_key', 'host_key.pub']
 
 
+@pytest.mark.both_controllers
 def test_every_node_trusts_every_node_idempotently_and_mesh_check_passes(cluster):
     tmp, port = cluster
     kept = keygen(tmp / 'node3' / 'id_ed25519')                 # node3 has a key already: it must be kept

@@ -42,6 +42,7 @@ def expected_demo():
     return expected
 
 
+@pytest.mark.both_controllers
 @pytest.mark.parametrize('mode', ['run', 'check'])
 def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
     reports = tmp_path / 'reports'
@@ -117,6 +118,7 @@ BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
     ({'xuanwu_probe_timeout': 'soon'}, "variable 'xuanwu_probe_timeout' must be of type int"),
     ({'xuanwu_replay_dir': '/nonexistent/bundle'}, "is not a capture bundle"),
 ])
+@pytest.mark.both_controllers
 def test_bad_inventory_stops_before_anything_runs(tmp_path, host_vars, message):
     hosts = {'good-node': {'xuanwu_replay_dir': BUNDLE}, 'bad-node': dict({'xuanwu_replay_dir': BUNDLE}, **host_vars)}
     inv = write_inventory(tmp_path, hosts)
@@ -137,6 +139,7 @@ README_COLLECTIVES = ['-e', 'xuanwu_validate_collectives=true', '-e', 'xuanwu_va
 INTERNAL_NAMES = ('Tagged', 'AnsibleUnicode', '<class', 'Traceback')
 
 
+@pytest.mark.both_controllers
 @pytest.mark.parametrize('switch', ['true', 'false'])
 def test_the_documented_command_line_forms_work(tmp_path, switch):
     reports = tmp_path / 'reports'
@@ -156,6 +159,7 @@ def test_the_documented_command_line_forms_work(tmp_path, switch):
     assert 'TASK [xuanwu.cluster.torch_workloads : ' not in out
 
 
+@pytest.mark.both_controllers
 def test_command_line_mistakes_are_named_in_words(tmp_path):
     inv = write_inventory(tmp_path, {'node': {'xuanwu_replay_dir': BUNDLE}})
     reports = tmp_path / 'reports'
@@ -177,6 +181,7 @@ def test_malformed_profile_file_is_named(tmp_path):
     assert str(profile) in out and 'not valid YAML' in out, out[-3000:]
 
 
+@pytest.mark.both_controllers
 def test_capture_then_replay_a_live_host(tmp_path):
     """capture.yml on this machine (probed live), then validate.yml replaying the bundle it made."""
     profile = tmp_path / 'plain-host.yml'
@@ -206,6 +211,7 @@ def test_capture_then_replay_a_live_host(tmp_path):
     assert entry['profile'] == 'plain-host'
 
 
+@pytest.mark.both_controllers
 def test_unreachable_host_is_reported_not_hidden(tmp_path):
     hosts = {'good-node': {'xuanwu_replay_dir': BUNDLE},
              'dead-node': {'ansible_connection': 'ssh', 'ansible_host': '127.0.0.1', 'ansible_port': 1,

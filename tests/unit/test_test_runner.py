@@ -26,18 +26,22 @@ def test_the_plan_covers_every_suite_longest_first_with_the_image_before_the_sce
     jobs = runner.plan(list(runner.SUITES), 2, ['cluster', 'chrony'], ['-q'])
     names = [j.name for j in jobs]
     assert names[0] == 'molecule-image'
+    # the newest controller in shards; the older one runs its both_controllers tests in one job
     assert sorted(n for n in names if n.startswith('integration:')) == [
-        'integration:venv-2.16:1', 'integration:venv-2.16:2', 'integration:venv:1', 'integration:venv:2']
+        'integration:venv-2.16:1', 'integration:venv:1', 'integration:venv:2']
     assert {'unit', 'lint', 'sanity', 'molecule:cluster', 'molecule:chrony'} <= set(names)
     weights = [j.weight for j in jobs]
     assert weights == sorted(weights, reverse=True)
     assert all(j.needs == 'molecule-image' for j in jobs if j.name.startswith('molecule:'))
-    shard = [j for j in jobs if j.name == 'integration:venv-2.16:2'][0]
-    assert shard.env['XUANWU_SHARD'] == '2/2' and shard.argv[0] == os.path.join('.venv-2.16', 'bin', 'python')
-    assert shard.env['PATH'].split(os.pathsep)[0] == os.path.join(ROOT, '.venv-2.16', 'bin')
+    shard = [j for j in jobs if j.name == 'integration:venv:2'][0]
+    assert shard.env['XUANWU_SHARD'] == '2/2' and shard.argv[0] == os.path.join('.venv', 'bin', 'python')
+    older = [j for j in jobs if j.name == 'integration:venv-2.16:1'][0]
+    assert older.env['XUANWU_SHARD'] == '1/1' and older.argv[0] == os.path.join('.venv-2.16', 'bin', 'python')
+    assert older.env['PATH'].split(os.pathsep)[0] == os.path.join(ROOT, '.venv-2.16', 'bin')
+    assert all('--durations=20' in j.argv for j in jobs if j.suite == 'integration')
     # every integration job has a fact cache of its own
     caches = [j.env['ANSIBLE_CACHE_PLUGIN_CONNECTION'] for j in jobs if j.suite == 'integration']
-    assert len(set(caches)) == 4
+    assert len(set(caches)) == 3
 
 
 def test_an_unknown_suite_or_scenario_is_refused():
@@ -128,3 +132,42 @@ def test_the_shards_together_run_every_test_once(tmp_path):
                          env=dict(os.environ, XUANWU_SHARD='4/3'), cwd=str(tmp_path), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert bad.returncode != 0 and 'XUANWU_SHARD must be i/n' in bad.stdout
+
+
+def test_a_run_over_its_time_budget_fails_and_says_so():
+    assert runner.budget_verdict(2399, 2400) is None and runner.budget_verdict(2400, 2400) is None
+    assert runner.budget_verdict(99999, 0) is None                    # 0: the guard is off
+    message = runner.budget_verdict(2401, 2400)
+    assert '2401s' in message and '2400s' in message and 'TEST_BUDGET_SECONDS' in message
+    assert runner.BUDGET_SECONDS <= 45 * 60                             # well under CI's 90 minutes
+
+
+def test_main_fails_over_the_budget_even_when_every_suite_passed(monkeypatch, capsys):
+    """main() end to end with jobs that pass: within the budget exit 0; over it (a clock that jumps 4000 s) exit 1
+    with the message, although every suite passed."""
+    def fake(job, root):
+        job.rc, job.seconds = 0, 1
+    monkeypatch.setattr(runner, 'run_job', fake)
+    monkeypatch.setattr(runner, 'run', lambda jobs, lanes, root=None, runner=None: [fake(j, root) for j in jobs] and jobs)
+    assert runner.main(['unit', '--budget', '3600']) == 0
+    assert 'time budget' not in capsys.readouterr().out
+    clock = iter([1000.0, 5000.0])
+    monkeypatch.setattr(runner.time, 'time', lambda: next(clock, 5000.0))
+    assert runner.main(['unit', '--budget', '3600']) == 1
+    out = capsys.readouterr().out
+    assert 'time budget: FAILED: the suites took 4000s, over the time budget of 3600s' in out
+    assert 'suites: 1 passed, 0 failed' in out
+
+
+def test_the_older_controller_keeps_only_the_both_controllers_tests():
+    conftest = _load('xuanwu_root_conftest', os.path.join('tests', 'conftest.py'))
+
+    class Item(object):
+        def __init__(self, name, *marks):
+            self.name, self.keywords = name, dict((m, True) for m in marks)
+
+    items = [Item('a'), Item('b', 'both_controllers'), Item('c', 'one_controller'), Item('d', 'both_controllers')]
+    kept, dropped = conftest.controller_items(items, newest=True)
+    assert [i.name for i in kept] == ['a', 'b', 'c', 'd'] and dropped == []
+    kept, dropped = conftest.controller_items(items, newest=False)
+    assert [i.name for i in kept] == ['b', 'd'] and [i.name for i in dropped] == ['a', 'c']
