@@ -132,6 +132,14 @@ def flat(text):
     return ' '.join(text.split())
 
 
+def assert_unpacked_from_the_private_copy(site, out, result):
+    """What the role unpacked is the verified copy in its private build directory, never the archive itself."""
+    unpacked = re.search(r'UNPACKED-SRC=([^\s"\']+)', out).group(1)
+    private = r'%s/\.build/localhost-%s-%s\.\w{8}' % (re.escape(site.prefix), re.escape(VERSION), result['build_id'])
+    assert re.match(private + r'/nccl-tests-%s-%s\.tar\.gz$' % (re.escape(VERSION), site.sha256[:12]), unpacked), unpacked
+    assert os.listdir(os.path.join(site.prefix, '.build')) == []
+
+
 def run_binary(path):
     return subprocess.check_output([path], universal_newlines=True).strip()
 
@@ -181,8 +189,10 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     assert re.match(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$', info['built_at'])
     assert info['binaries'] == binaries
     assert any(c.startswith('archive_sha256=%s' % site.sha256) for c in info['build_id_covers'])
-    # The private build directory (with the archive's verified copy) is gone.
-    assert os.listdir(os.path.join(site.prefix, '.build')) == [] and not os.path.exists(os.path.join(site.prefix, '.cache'))
+    # The archive (on the controller, the default) was copied into the private build directory and only that copy
+    # unpacked; that directory is gone.
+    assert_unpacked_from_the_private_copy(site, out, result)
+    assert not os.path.exists(os.path.join(site.prefix, '.cache'))
     mtime = os.stat(result['info_file']).st_mtime
 
     # Second run: nothing downloaded, unpacked or made.
@@ -209,35 +219,33 @@ def test_builds_into_the_versioned_prefix_then_changes_nothing(site):
     assert os.stat(result['info_file']).st_mtime == mtime and site.build_dirs() == [os.path.basename(install)]
 
 
-@pytest.mark.parametrize('how', ['path', 'file_url'])
-def test_checksum_mismatch_stops_before_anything_is_installed(site, how):
+def test_checksum_mismatch_of_a_file_url_stops_before_anything_is_installed(site):
+    # (an archive path on the controller: test_a_wrong_archive_is_refused_on_its_copy_before_unpacking[controller])
     wrong = 'ab' * 32
-    archive = 'file://' + site.archive if how == 'file_url' else 'files/nccl-tests-%s.tar.gz' % VERSION
+    archive = 'file://' + site.archive
     rc, out, result, _changed = site.play(nccl_tests_build_sha256=wrong.upper(), nccl_tests_build_archive=archive)
     assert rc != 0 and result is None
-    where = site.archive if how == 'path' else archive
+    where = archive
     assert 'nccl-tests archive %s has sha256 %s, expected %s: refusing to build' % (where, site.sha256, wrong) in flat(out), out[-5000:]
     assert site.build_dirs() == [] and not os.path.lexists(os.path.join(site.prefix, 'current'))
     assert not os.path.isdir(os.path.join(site.prefix, '.build')) or os.listdir(os.path.join(site.prefix, '.build')) == []
 
 
-@pytest.mark.parametrize('src', ['node', 'controller', 'url'])
-def test_the_archive_is_copied_into_a_private_build_directory_and_only_that_copy_is_unpacked(site, src):
-    archive = {'node': site.archive, 'controller': 'files/nccl-tests-%s.tar.gz' % VERSION, 'url': 'file://' + site.archive}[src]
-    rc, out, result, _changed = site.play(nccl_tests_build_archive=archive,
-                                          nccl_tests_build_archive_src='controller' if src == 'url' else src)
+def test_an_archive_on_the_node_is_copied_into_a_private_build_directory_and_only_that_copy_is_unpacked(site):
+    # (on the controller: test_builds_into_the_versioned_prefix_then_changes_nothing; a file:// URL:
+    # test_file_url_works_like_a_path_and_mpi_uses_a_shim)
+    rc, out, result, _changed = site.play(nccl_tests_build_archive=site.archive, nccl_tests_build_archive_src='node')
     assert rc == 0 and result['built'] is True, out[-5000:]
-    unpacked = re.search(r'UNPACKED-SRC=([^\s"\']+)', out).group(1)
-    private = r'%s/\.build/localhost-%s-%s\.\w{8}' % (re.escape(site.prefix), re.escape(VERSION), result['build_id'])
-    assert re.match(private + r'/nccl-tests-%s-%s\.tar\.gz$' % (re.escape(VERSION), site.sha256[:12]), unpacked), unpacked
-    assert os.listdir(os.path.join(site.prefix, '.build')) == []
+    assert_unpacked_from_the_private_copy(site, out, result)
 
 
 @pytest.mark.parametrize('src', ['node', 'controller'])
 def test_a_wrong_archive_is_refused_on_its_copy_before_unpacking(site, src):
     wrong = 'cd' * 32
     archive = site.archive if src == 'node' else 'files/nccl-tests-%s.tar.gz' % VERSION
-    rc, out, result, _changed = site.play(nccl_tests_build_archive=archive, nccl_tests_build_archive_src=src, nccl_tests_build_sha256=wrong)
+    # the expected sum as some sites write it, in capitals: compared as the same hex digits, named in lower case
+    rc, out, result, _changed = site.play(nccl_tests_build_archive=archive, nccl_tests_build_archive_src=src,
+                                          nccl_tests_build_sha256=wrong.upper() if src == 'controller' else wrong)
     assert rc != 0 and result is None
     text = flat(out)
     assert 'nccl-tests archive %s has sha256 %s, expected %s: refusing to build (checked on its copy %s/.build/localhost-' % (
@@ -278,6 +286,7 @@ def test_file_url_works_like_a_path_and_mpi_uses_a_shim(site):
                                           path_prepend=os.path.join(mpi, 'bin'))
     assert rc == 0, out[-5000:]
     assert result['mpi'] is True and result['built'] is True
+    assert_unpacked_from_the_private_copy(site, out, result)
     info = read_info(result)
     assert info['archive'] == 'file://' + site.archive and info['archive_sha256'] == site.sha256
     assert info['mpi_home'] == mpi and info['mpi_include_dir'] == incdir and info['mpi_lib_dir'] == os.path.join(mpi, 'lib')
