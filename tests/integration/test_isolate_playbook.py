@@ -106,16 +106,6 @@ def test_one_bad_node_is_found_in_three_rounds_and_reported(tmp_path):
     assert (folder / 'multinode' / 'node3+node4-all_reduce-hostfile').exists()
 
 
-def test_a_bad_link_is_reported_as_a_link(tmp_path):
-    rc, out, folder, report, pairs = run_isolate(tmp_path, links=[['node3', 'node4']], hosts=HOSTS[:4])
-    verdict = report['verdict']
-    assert rc == 2, out[-4000:]
-    assert verdict['bad_nodes'] == [] and verdict['inconclusive'] == []
-    assert [link['pair'] for link in verdict['bad_links']] == [['node3', 'node4']]
-    assert verdict['rounds'] == 2 and verdict['host_status']['node3'] == 'bad_link'
-    assert 'node3 with node4' in (folder / 'report.md').read_text()
-
-
 def test_all_healthy_passes_in_one_round(tmp_path):
     rc, out, _folder, report, pairs = run_isolate(tmp_path, hosts=HOSTS[:4])
     assert rc == 0, out[-4000:]

@@ -45,3 +45,21 @@ def test_report_files_name_the_bad_node_with_evidence_and_escape_names():
     assert '**n3**' in md and 'round 2: ' in md and '180.0 GB/s (floor 330.0)' in md and EVIL not in md
     page = files['report.html']
     assert '<svg' in page and EVIL not in page and 'r&lt;1&gt;' in page
+
+
+def test_a_bad_link_is_reported_as_a_link_in_every_file():
+    """(was a playbook run of isolate.yml: the verdict logic is iso.run's, the words are the renderer's; the playbook's
+    wiring and exit codes stay proven by tests/integration/test_isolate_playbook.py)"""
+    hosts = ['node1', 'node2', 'node3', 'node4']
+
+    def measure(pair, _round, _wave):
+        return {'busbw_gbps': 180.0 if sorted(pair) == ['node3', 'node4'] else 360.0}
+    verdict = iso.run(hosts, measure, FLOORS)
+    assert verdict['bad_nodes'] == [] and verdict['inconclusive'] == [] and verdict['rounds'] == 2
+    assert [link['pair'] for link in verdict['bad_links']] == [['node3', 'node4']]
+    assert verdict['host_status']['node3'] == 'bad_link' and verdict['host_status']['node4'] == 'bad_link'
+    files = rep.render_all({'run_id': 'r', 'started_at': 's', 'finished_at': 'f', 'playbook': 'isolate', 'hosts': hosts,
+                            'verdict': verdict})
+    assert '## Bad links' in files['report.md'] and 'node3 with node4' in files['report.md']
+    assert 'node3 with node4' in files['report.html']
+    assert json.loads(files['isolation.json'])['verdict']['bad_links'][0]['pair'] == ['node3', 'node4']
