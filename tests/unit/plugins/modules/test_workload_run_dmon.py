@@ -55,8 +55,11 @@ def test_dmon_runs_beside_the_workload_and_is_stopped(tmp_path, fake_path):
 
 
 def test_a_dmon_that_ignores_sigterm_is_killed(tmp_path, fake_path):
-    fake_path("trap '' TERM\nhead -4 %s\nwhile :; do sleep 0.1; done\n" % BUSY)
-    result = _workload(tmp_path, 0, {})
+    # the workload ends only once the stand-in ignores SIGTERM and has printed (a marker file), so that on a loaded
+    # machine the TERM cannot arrive before the trap is set
+    ready = tmp_path / 'dmon-ready'
+    fake_path("trap '' TERM\nhead -4 %s\n: > %s\nwhile :; do sleep 0.1; done\n" % (BUSY, ready))
+    result = _workload(tmp_path, 0, {}, argv=['sh', '-c', 'while [ ! -e %s ]; do sleep 0.05; done' % ready])
     assert result['dmon']['exit_code'] == -9 and result['dmon']['stdout'].count('\n') == 4
 
 
