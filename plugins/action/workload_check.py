@@ -72,11 +72,13 @@ class ActionModule(ActionBase):
         if curve:
             summary['curve'] = curve
         if isinstance(run.get('dmon'), dict) and kind != 'not_measured':
-            bounds = dict((k, v) for k, v in ((profile or {}).get('monitoring') or {}).items()
-                          if k in _dmon_checks.DEFAULT_BOUNDS and v is not None)
             try:
-                sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], bounds, host, run.get('component'),
-                                                                  args['dmon_required'])
+                if profile:
+                    # through the judge: the site's checks.disable / checks.severity apply to dmon.* as to every check
+                    sampled, summary['dmon'] = judge.dmon(run['dmon'], host, run.get('component'), args['dmon_required'])
+                else:
+                    sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], None, host, run.get('component'),
+                                                                      args['dmon_required'])
             except ProfileError as err:
                 result.update(failed=True, msg=str(err))
                 return result
