@@ -805,7 +805,23 @@ def validate_profile(data, path='<profile>'):
     """
     if not isinstance(data, dict):
         raise ProfileError(path, None, 'a profile must be a mapping, got %s' % type_name(data))
-    return _validate(_Ctx(path, partial=False), '', SCHEMA, data)
+    out = _validate(_Ctx(path, partial=False), '', SCHEMA, data)
+    _check_intra_node_curves(out, path)
+    return out
+
+
+def _check_intra_node_curves(profile, path):
+    """Intra-node collectives need two ranks or more: a profile of one GPU per node cannot expect their busbw
+    (nccl-tests on one GPU reports 0 for the reductions by definition, and copies within the GPU for the others)."""
+    count = (profile.get('gpu') or {}).get('count')
+    if count is None or count >= 2:
+        return
+    for name, spec in sorted((profile.get('collectives') or {}).items()):
+        if isinstance(spec, dict) and spec.get('curve'):
+            raise ProfileError(path, 'collectives.%s.curve' % name,
+                               'intra-node collective curves need 2 GPUs or more, gpu.count is %d: a bus bandwidth within one '
+                               'GPU is 0 (reductions) or a copy in its own memory; remove the curves (collectives: null in an '
+                               'override) or move them to collectives_multinode' % count)
 
 
 def check_override(data, path='<override>'):
