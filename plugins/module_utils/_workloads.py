@@ -197,8 +197,8 @@ def _gpu_profile(profile):
 
 def evaluate_placement(result, profile, host, component):
     """``workload.placement``: on a GPU profile, a torch workload that ran on the CPU (gloo), or on fewer GPUs than the
-    profile has, names what torch saw (``cuda_available``, ``device_count``, ``nccl_version`` where the script reports
-    them)."""
+    profile has, names what torch saw (``cuda_available``, ``device_count``, ``nccl_version`` or ``torch_nccl_version``
+    where the script reports them: roles/torch_workloads/files/workload_common.py ``torch_seen``)."""
     gpu = _gpu_profile(profile)
     if gpu is None or not isinstance(result, dict):
         return []
@@ -217,7 +217,8 @@ def evaluate_placement(result, profile, host, component):
     if not wrong:
         return []
     saw = 'CUDA available %s, %s device(s), NCCL %s' % (
-        _shown(result.get('cuda_available')), _shown(result.get('device_count')), _shown(result.get('nccl_version')))
+        _shown(result.get('cuda_available')), _shown(result.get('device_count')),
+        _shown(result.get('nccl_version') or result.get('torch_nccl_version')))
     return [_finding(host, 'workload.placement', component, ', '.join(wrong) + ' (torch saw: %s)' % saw,
                      'backend nccl on the %d %s GPU(s) of the profile' % (gpu['count'], gpu['vendor']),
                      '%s ran with %s on a node whose profile has %d GPU(s); torch saw %s' % (
