@@ -95,7 +95,7 @@ options:
           - Also sample the clock event reasons every O(dmon.interval) seconds with C(nvidia-smi
             --query-gpu=index,clocks_event_reasons.active,clocks.sm,power.draw,power.limit,temperature.gpu
             --format=csv,noheader,nounits -lms <ms>) (C(clocks_throttle_reasons.active) on drivers before R535), returned as
-            C(clock_events) in RV(dmon): the driver's account of why the clocks are lower (SW power cap, HW slowdown, ...).
+            C(clock_events) in RV(dmon), the driver's account of why the clocks are lower (SW power cap, HW slowdown, ...).
           - With O(replay_dir), the bundle's entry C(clock_events:<replay_key>) is read; without one, C(clock_events) says
             C(not_measured).
         type: bool
