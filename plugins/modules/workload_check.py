@@ -37,7 +37,7 @@ description:
     C(checks.severity)) apply to these findings as to every other. The run's summary keeps a per-GPU summary and at most
     120 points per figure. For C(nccl_tests) the summary also keeps the profile's floor curve of the collective (C(curve)).
   - A run of fewer than two ranks (nccl-tests, the torch all-reduce benchmark or fault isolation on one GPU) is not judged on
-    its bandwidth or fault handling: its summary says so in C(not_applicable), never a failure and never a pass.
+    its bandwidth or fault handling; its summary says so in C(not_applicable), never a failure and never a pass.
   - A bus bandwidth above what the links of the profile can carry is C(collectives.implausible); its figures are kept as
     C(busbw_gbps_implausible), not as C(busbw_gbps), so that they are neither plotted nor exported as a measurement.
 extends_documentation_fragment:
