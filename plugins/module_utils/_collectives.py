@@ -119,20 +119,32 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563, 7: 15
 # The margin of the plausibility bound over the links' own rate: NVLink SHARP (NVLS) reduces inside the NVSwitch,
 # so all_reduce's busbw can pass the rate of a GPU's links; a healthy node is never near 1.5 x its links.
 PLAUSIBLE_MARGIN = 1.5
+# lanes of an AMD xGMI link (MI300X: x16 links, 64 GB/s per direction at 32 Gb/s; AMD ROCm blog "MI300X RCCL xGMI")
+XGMI_LANES = 16
 
 
 def link_bound(profile):
     """``(GB/s, how)``: the most a GPU's links in ``profile`` can carry per direction, with ``PLAUSIBLE_MARGIN``: the
-    largest of NVLink (links_per_gpu x speed_gbps_min), PCIe (a generation above gen_min, so a faster slot than the
+    largest of NVLink (links_per_gpu x speed_gbps_min), xGMI (a link to each other GPU, x16 at bit_rate_gbps_min), PCIe (a generation above gen_min, so a faster slot than the
     floor stays plausible, x width, at least x16) and the HCAs (ports_min x rate_gbps_min / 8). ``(None, why)``
-    when the profile names no link."""
+    when the profile names no link, or a GPU interconnect without its rate (never judged on a guess)."""
     profile = profile or {}
     gpu = profile.get('gpu') or {}
     parts = []
     nvlink = gpu.get('nvlink') or {}
-    if nvlink.get('links_per_gpu') and nvlink.get('speed_gbps_min'):
+    if nvlink.get('links_per_gpu') and not nvlink.get('speed_gbps_min'):
+        return None, 'the profile has NVLinks without their speed (gpu.nvlink.speed_gbps_min)'
+    if nvlink.get('links_per_gpu'):
         parts.append((nvlink['links_per_gpu'] * float(nvlink['speed_gbps_min']),
                       'NVLink %d x %s GB/s' % (nvlink['links_per_gpu'], nvlink['speed_gbps_min'])))
+    xgmi = gpu.get('xgmi') or {}
+    if xgmi:
+        # a fully connected mesh: a link to each of the other GPUs, XGMI_LANES lanes at bit_rate_gbps_min each
+        if not xgmi.get('bit_rate_gbps_min') or not gpu.get('count'):
+            return None, 'the profile has xGMI links without their bit rate (gpu.xgmi.bit_rate_gbps_min)'
+        links = max(gpu['count'] - 1, 1)
+        parts.append((links * float(xgmi['bit_rate_gbps_min']) * XGMI_LANES / 8.0,
+                      'xGMI %d link(s) x %d lanes x %s Gb/s' % (links, XGMI_LANES, xgmi['bit_rate_gbps_min'])))
     pcie = gpu.get('pcie') or {}
     if pcie.get('gen_min') in PCIE_LANE_GBPS:
         gen = min(pcie['gen_min'] + 1, max(PCIE_LANE_GBPS))

@@ -488,7 +488,7 @@ def _during(found, workload):
     return found
 
 
-def _events_of(entry, out, required):
+def _events_of(entry, out):
     """The parsed clock event sampling of a dmon run (``entry``: its ``clock_events``), or None with the reason."""
     if not isinstance(entry, dict):
         return None, 'the clock event reasons were not sampled (workload_run dmon.clock_events)'
@@ -545,13 +545,11 @@ def judge_run(dmon, bounds=None, host=None, workload=None, required=False, class
                 'dmon: %s' % err.reason)
         return _during(out.found, workload), entry
     summary = summarise(parsed, bounds['load_sm_pct'])
-    events, events_missing = _events_of(dmon.get('clock_events'), out, required)
-    found, reasons = _judge(summary, bounds, host, events, classes)
-    found = out.found + found
+    events, events_missing = _events_of(dmon.get('clock_events'), out)
     if events_missing is not None:
-        out.found = []
         out.not_measured('dmon', 'dmon.throttle, dmon.throttle_warn', 'clock event reasons', events_missing)
-        found += out.found
+    found, reasons = _judge(summary, bounds, host, events, classes)
+    found = sorted(out.found + found, key=_findings.sort_key)
     kept = [f for f in found if required or f['check'] != 'dmon.not_measured']
     not_judged = [f['message'] for f in found if f not in kept]
     if bounds['sustained_sm_clock_min_mhz'] is None and bounds['clock_min_fraction'] is None:
