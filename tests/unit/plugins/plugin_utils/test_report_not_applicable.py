@@ -127,3 +127,10 @@ def test_the_gate_text_groups_a_check_and_gives_each_remediation_once():
     other = _finding('dmon.throttle', 'gpu0', 'hw_slowdown', 'none', BUSBW_FIX)
     assert _findings.grouped_text([other] + _one_gpu_of_two())[-1] == (
         '[dmon.throttle] gpu0: measured hw_slowdown, expected none. Fix: as for [collectives.busbw_low].')
+
+
+def test_a_run_that_cannot_apply_is_no_fleet_figure():
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _fleet_step
+    entry = {'workloads': [dict(WORKLOADS[0]), {'kind': 'nccl_tests', 'component': 'all_gather_perf',
+                                                'busbw_gbps': {str(1 << 30): 270.5}}]}
+    assert _fleet_step.figures_of(entry) == {'all_gather_perf': {1 << 30: 270.5}}
