@@ -331,18 +331,34 @@ def _dmon_stats(stats):
     return ' / '.join(_fmt(stats.get(k)) for k in ('min', 'median', 'max'))
 
 
+def _clock_reasons(run, gpu):
+    """The clock event reasons sampled on ``gpu`` during ``run``: each reason with the share of samples that had it,
+    the most frequent first (``sw_power_cap 40/48``); why they were not sampled; or ``-``."""
+    dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}
+    events = dmon.get('clock_events') if isinstance(dmon.get('clock_events'), dict) else {}
+    if events.get('not_measured'):
+        return 'not sampled'
+    entry = (events.get('gpus') or {}).get(gpu) if isinstance(events.get('gpus'), dict) else None
+    if not isinstance(entry, dict):
+        return '-'
+    counts = entry.get('reasons') if isinstance(entry.get('reasons'), dict) else {}
+    shown = sorted(counts.items(), key=lambda item: (-item[1] if isinstance(item[1], int) else 0, str(item[0])))
+    return ', '.join('%s %s/%s' % (name, count, _fmt(entry.get('samples'))) for name, count in shown) or 'none'
+
+
 def _md_dmon(runs):
-    """A table of the GPU samples (min / median / max) of the runs that have them."""
+    """A table of the GPU samples (min / median / max) of the runs that have them, and the clock event reasons."""
     rows = []
     for run in runs:
         for gpu, entry in _dmon_gpus(run):
-            rows.append('| %s | %s | %s | %s |' % (
+            rows.append('| %s | %s | %s | %s | %s |' % (
                 _md(run.get('component') or run.get('kind')), _md(gpu), _md(entry.get('samples')),
-                ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS)))
+                ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS), _md(_clock_reasons(run, gpu))))
     if not rows:
         return []
-    return (['GPU samples (nvidia-smi dmon), min / median / max:', '',
-             '| during | GPU | samples | %s |' % ' | '.join(h for _c, h in DMON_COLUMNS), '|---|---|---|' + '---|' * len(DMON_COLUMNS)]
+    return (['GPU samples (nvidia-smi dmon), min / median / max, and the clock event reasons (samples that had each):', '',
+             '| during | GPU | samples | %s | clock event reasons |' % ' | '.join(h for _c, h in DMON_COLUMNS),
+             '|---|---|---|' + '---|' * (len(DMON_COLUMNS) + 1)]
             + rows + [''])
 
 
@@ -481,13 +497,14 @@ def _dmon_html(runs, e, plots):
             cells = ''.join('<td>%s<span class="stats">%s</span></td>' % (
                 _svg.sparkline(values.get(column), label='%s %s' % (gpu, heading)) if plots else '', e(_dmon_stats(_series(entry, column))))
                 for column, heading in DMON_COLUMNS)
-            rows.append('<tr><td title="%s">%s</td><td>%s</td><td class="num">%s</td>%s</tr>' % (
-                how, name, e(str(gpu)), e(_fmt(entry.get('samples'))), cells))
+            rows.append('<tr><td title="%s">%s</td><td>%s</td><td class="num">%s</td>%s<td>%s</td></tr>' % (
+                how, name, e(str(gpu)), e(_fmt(entry.get('samples'))), cells, e(_clock_reasons(run, gpu))))
     if not rows:
         return missing
     return (['<h3>GPU samples (nvidia-smi dmon) during the workloads</h3>',
              '<p class="note">min / median / max of each series%s</p>' % (', its samples as a line' if plots else ''),
-             '<table class="dmon"><tr><th>during</th><th>GPU</th><th>samples</th>%s</tr>' % ''.join('<th>%s</th>' % e(h) for _c, h in DMON_COLUMNS)]
+             '<table class="dmon"><tr><th>during</th><th>GPU</th><th>samples</th>%s<th>clock event reasons</th></tr>' % ''.join(
+                 '<th>%s</th>' % e(h) for _c, h in DMON_COLUMNS)]
             + rows + ['</table>'] + missing)
 
 

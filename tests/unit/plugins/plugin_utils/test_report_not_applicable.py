@@ -134,3 +134,17 @@ def test_a_run_that_cannot_apply_is_no_fleet_figure():
     entry = {'workloads': [dict(WORKLOADS[0]), {'kind': 'nccl_tests', 'component': 'all_gather_perf',
                                                 'busbw_gbps': {str(1 << 30): 270.5}}]}
     assert _fleet_step.figures_of(entry) == {'all_gather_perf': {1 << 30: 270.5}}
+
+
+def test_the_clock_event_reasons_are_shown_beside_the_gpu_samples():
+    run = {'kind': 'soak', 'component': 'soak', 'seconds': 30.0,
+           'dmon': {'command': 'nvidia-smi dmon', 'samples': 48, 'gpus': {'gpu0': {'samples': 48}, 'gpu1': {'samples': 48}},
+                    'clock_events': {'command': 'q', 'samples': 48,
+                                     'gpus': {'gpu0': {'samples': 48, 'reasons': {'gpu_idle': 8, 'sw_power_cap': 40}}}}}}
+    md = _report.render_markdown(report(workloads=[run]))
+    assert '| soak | gpu0 | 48 | - | - | - | - | - | sw_power_cap 40/48, gpu_idle 8/48 |' in md
+    assert '| soak | gpu1 | 48 | - | - | - | - | - | - |' in md
+    html = _report.render_html(report(workloads=[run]))
+    assert '<th>clock event reasons</th>' in html and '<td>sw_power_cap 40/48, gpu_idle 8/48</td>' in html
+    run['dmon']['clock_events'] = {'command': 'q', 'not_measured': 'exited 2'}
+    assert '| soak | gpu0 | 48 | - | - | - | - | - | not sampled |' in _report.render_markdown(report(workloads=[run]))
