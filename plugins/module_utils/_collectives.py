@@ -125,8 +125,9 @@ XGMI_LANES = 16
 
 def link_bound(profile):
     """``(GB/s, how)``: the most a GPU's links in ``profile`` can carry per direction, with ``PLAUSIBLE_MARGIN``: the
-    largest of NVLink (links_per_gpu x speed_gbps_min), xGMI (a link to each other GPU, x16 at bit_rate_gbps_min), PCIe (a generation above gen_min, so a faster slot than the
-    floor stays plausible, x width, at least x16) and the HCAs (ports_min x rate_gbps_min / 8). ``(None, why)``
+    largest of NVLink (links_per_gpu x speed_gbps_min), xGMI (a link to each other GPU, x16 at bit_rate_gbps_min),
+    PCIe (a generation above gen_min, so a faster slot than the floor stays plausible, x width, at least x16) and the
+    HCAs (ports_min x rate_gbps_min / 8). ``(None, why)``
     when the profile names no link, or a GPU interconnect without its rate (never judged on a guess)."""
     profile = profile or {}
     gpu = profile.get('gpu') or {}
