@@ -80,12 +80,13 @@ def _slower(entry, host):
 
 
 def _throttled(entry, host):
-    """Derived fault: the dmon samples of a GPU throttled under load (tests/fixtures/dmon/, derived capture)."""
+    """Derived fault: the dmon samples of a GPU whose SM clock under load stayed at 1410 MHz (tests/fixtures/dmon/, derived
+    capture), under a sustained clock floor of 1500 MHz (power-capped clocks are no finding without a floor above them)."""
     for run in entry['workloads']:
         if run['kind'] == 'torch_allreduce':
             run['dmon'] = dmon_of('h200x2_dmon_busy-derived-throttle-gpu1.txt')
             summary = {'gpus': run['dmon']['gpus']}
-            return _dmon_checks.findings(summary, host=host)
+            return _dmon_checks.findings(summary, {'sustained_sm_clock_min_mhz': 1500}, host=host)
     return []
 
 

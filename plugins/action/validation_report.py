@@ -160,10 +160,9 @@ class ActionModule(ActionBase):
             entry = report['hosts'][host]
             if entry.get('error'):
                 reasons.append('%s: %s' % (host, entry['error']))
-            for f in entry['findings']:
-                if f['severity'] == 'fail':
-                    reasons.append('%s: [%s] %s: measured %s, expected %s — %s' % (
-                        host, f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation')))
+            # one line per check (24 sizes of a collective are one line), root cause first, each remediation once
+            reasons.extend('%s: %s' % (host, line) for line in _findings.grouped_text(
+                [f for f in entry['findings'] if f['severity'] == 'fail']))
         gate, verdicts, failed_checks = _gate(report, fail_on)
         result.update(changed=False, report_dir=directory, files=sorted(os.path.join(directory, n) for n in files),
                       summary=report['summary'], failed_reasons=reasons, fleet_findings=extra,
@@ -205,8 +204,5 @@ def _gate(report, fail_on):
         if failing:
             gate.append(host)
             checks[host] = sorted(set(f['check'] for f in failing))
-            verdicts[host] = '%s FAILED %d check(s): %s' % (host, len(failing), ' '.join(
-                '[%s] %s: measured %s, expected %s. Fix: %s' % (
-                    f['check'], f['component'], _report._fmt(f.get('measured')), _report._fmt(f.get('expected')), f.get('remediation'))
-                for f in failing))
+            verdicts[host] = '%s FAILED %d check(s): %s' % (host, len(checks[host]), ' '.join(_findings.grouped_text(failing)))
     return gate, verdicts, checks

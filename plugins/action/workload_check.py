@@ -72,11 +72,13 @@ class ActionModule(ActionBase):
         if curve:
             summary['curve'] = curve
         if isinstance(run.get('dmon'), dict) and kind != 'not_measured':
-            bounds = dict((k, v) for k, v in ((profile or {}).get('monitoring') or {}).items()
-                          if k in _dmon_checks.DEFAULT_BOUNDS and v is not None)
             try:
-                sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], bounds, host, run.get('component'),
-                                                                  args['dmon_required'])
+                if profile:
+                    # through the judge: the site's checks.disable / checks.severity apply to dmon.* as to every check
+                    sampled, summary['dmon'] = judge.dmon(run['dmon'], host, run.get('component'), args['dmon_required'])
+                else:
+                    sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], None, host, run.get('component'),
+                                                                      args['dmon_required'])
             except ProfileError as err:
                 result.update(failed=True, msg=str(err))
                 return result
@@ -85,10 +87,19 @@ class ActionModule(ActionBase):
         merged = list(previous) + findings
         if kind == 'not_measured':
             summary['not_measured'] = run['reason']
+        elif _workloads.not_applicable(kind, run):
+            # fewer than two ranks: the run is listed, once, as not applicable (never a pass, never a failure)
+            summary['not_applicable'] = _workloads.not_applicable(kind, run)
         elif not _findings.failed_checks(own):
             reason = _workloads.not_judged(kind, run, judged)
             if reason:
                 summary['not_judged'] = reason
+        implausible = [f for f in own if f['check'] == 'collectives.implausible']
+        if implausible and 'busbw_gbps' in summary:
+            # a figure no link carries is neither plotted nor exported as a measurement: kept aside, with why
+            summary['implausible'] = implausible[0]['message']
+            summary['busbw_gbps_implausible'] = summary.pop('busbw_gbps')
+            summary.pop('avg_busbw_gbps', None)
         debug = args['debug_run'] or {}
         if debug.get('output_tail') and not debug.get('skipped'):
             summary['debug_command'] = debug.get('command')

@@ -105,7 +105,77 @@ CHECKS = {
         'Benchmark printed a time or bandwidth that is not a measurement (nan, inf, zero time)', 'fail',
         REMEDIATION_INVALID),
     'collectives.coverage': _e('Benchmark stopped below a curve point', 'warn', REMEDIATION_COVERAGE),
+    'collectives.implausible': _e(
+        'Bus bandwidth above what the links of the profile can carry', 'fail',
+        'No link of the node carries this: the figure is not a measurement of the links. Check the rank count and the '
+        'GPUs the job used (nccl-tests -g, CUDA_VISIBLE_DEVICES: ranks on one GPU copy within its memory), that the '
+        'binary and NCCL are the ones expected, and the gpu.nvlink, gpu.pcie and infiniband sections of the profile; '
+        'then re-run the benchmark.'),
 }
+
+# GB/s per lane and direction of each PCIe generation, after line encoding (8b/10b for 1-2, 128b/130b for 3-5;
+# 6 and 7 as PCI-SIG states them, 64 and 128 GT/s PAM4 with FLIT)
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563, 7: 15.125}
+# The margin of the plausibility bound over the links' own rate: NVLink SHARP (NVLS) reduces inside the NVSwitch,
+# so all_reduce's busbw can pass the rate of a GPU's links; a healthy node is never near 1.5 x its links.
+PLAUSIBLE_MARGIN = 1.5
+# lanes of an AMD xGMI link (MI300X: x16 links, 64 GB/s per direction at 32 Gb/s; AMD ROCm blog "MI300X RCCL xGMI")
+XGMI_LANES = 16
+
+
+def link_bound(profile):
+    """``(GB/s, how)``: the most a GPU's links in ``profile`` can carry per direction, with ``PLAUSIBLE_MARGIN``: the
+    largest of NVLink (links_per_gpu x speed_gbps_min), xGMI (a link to each other GPU, x16 at bit_rate_gbps_min),
+    PCIe (a generation above gen_min, so a faster slot than the floor stays plausible, x width, at least x16) and the
+    HCAs (ports_min x rate_gbps_min / 8). ``(None, why)``
+    when the profile names no link, or a GPU interconnect without its rate (never judged on a guess)."""
+    profile = profile or {}
+    gpu = profile.get('gpu') or {}
+    parts = []
+    nvlink = gpu.get('nvlink') or {}
+    if nvlink.get('links_per_gpu') and not nvlink.get('speed_gbps_min'):
+        return None, 'the profile has NVLinks without their speed (gpu.nvlink.speed_gbps_min)'
+    if nvlink.get('links_per_gpu'):
+        parts.append((nvlink['links_per_gpu'] * float(nvlink['speed_gbps_min']),
+                      'NVLink %d x %s GB/s' % (nvlink['links_per_gpu'], nvlink['speed_gbps_min'])))
+    xgmi = gpu.get('xgmi') or {}
+    if xgmi:
+        # a fully connected mesh: a link to each of the other GPUs, XGMI_LANES lanes at bit_rate_gbps_min each
+        if not xgmi.get('bit_rate_gbps_min') or not gpu.get('count'):
+            return None, 'the profile has xGMI links without their bit rate (gpu.xgmi.bit_rate_gbps_min)'
+        links = max(gpu['count'] - 1, 1)
+        parts.append((links * float(xgmi['bit_rate_gbps_min']) * XGMI_LANES / 8.0,
+                      'xGMI %d link(s) x %d lanes x %s Gb/s' % (links, XGMI_LANES, xgmi['bit_rate_gbps_min'])))
+    pcie = gpu.get('pcie') or {}
+    if pcie.get('gen_min') in PCIE_LANE_GBPS:
+        gen = min(pcie['gen_min'] + 1, max(PCIE_LANE_GBPS))
+        width = max(pcie.get('width_min') or 16, 16)
+        parts.append((PCIE_LANE_GBPS[gen] * width, 'PCIe gen%d x%d (a generation above gen_min %d)' % (gen, width, pcie['gen_min'])))
+    ib = profile.get('infiniband') or {}
+    if ib.get('ports_min') and ib.get('rate_gbps_min'):
+        parts.append((ib['ports_min'] * float(ib['rate_gbps_min']) / 8.0,
+                      '%d HCA port(s) x %s Gb/s' % (ib['ports_min'], ib['rate_gbps_min'])))
+    if not parts:
+        return None, 'the profile names no link (gpu.nvlink, gpu.pcie, infiniband)'
+    rate, how = max(parts)
+    return rate * PLAUSIBLE_MARGIN, '%s = %.1f GB/s, x %s' % (how, rate, PLAUSIBLE_MARGIN)
+
+
+def implausible_findings(parsed, profile, host, component):
+    """``collectives.implausible``: one finding listing every size whose busbw the profile's links cannot carry."""
+    bound, how = link_bound(profile)
+    if bound is None:
+        return []
+    over = [(size, busbw) for size, busbw, _row in _rows(parsed) if busbw is not None and busbw > bound]
+    if not over:
+        return []
+    size, busbw = max(over, key=lambda pair: (pair[1], pair[0]))
+    sizes = ', '.join(human_bytes(s) for s, _b in over)
+    return [_finding(host, 'collectives.implausible', component,
+                     'busbw %.1f GB/s at %s (%d size(s) above the bound: %s)' % (busbw, human_bytes(size), len(over), sizes),
+                     'busbw <= %.1f GB/s (%s)' % (bound, how),
+                     '%s reported %.1f GB/s at %s, more than the links of the profile can carry (%.1f GB/s): not a measurement '
+                     'of the links' % (component, busbw, human_bytes(size), bound))]
 
 
 def human_bytes(size):

@@ -8,9 +8,16 @@ and max of each figure, the samples under load); :func:`findings` compares a sum
 (``DEFAULT_BOUNDS``; the profile's ``monitoring`` section, validated by ``_profile``, has the same keys and
 defaults) and returns findings in the one shape of ``_findings``:
 
-* ``dmon.throttle``: under load (sm % at or above ``load_sm_pct``) the SM clock fell below
-  ``clock_min_fraction`` of the reference clock (``sm_clock_mhz``, else the highest SM clock any GPU of
-  the run reached), or the power/thermal violation counters (pviol, tviol) were above ``violation_max_pct``;
+* ``dmon.throttle``: the driver held a GPU's clocks down for a reason the profile classes as a fault
+  (``gpu.clock_event_reasons.fail``: HW slowdown, HW thermal slowdown, HW power brake) in at least
+  ``clock_event_min_samples`` samples of the clock event reasons taken beside dmon (``_parse_clock_events``);
+  ``dmon.throttle_warn`` the same for the warn class (SW thermal slowdown). The SW power cap is how a healthy
+  GPU runs at full load and is never a finding. A site that sets ``violation_max_pct`` also fails pviol/tviol
+  above it;
+* ``dmon.sustained_clock``: the median SM clock under load (sm % at or above ``load_sm_pct``) below the
+  profile's ``sustained_sm_clock_min_mhz`` (a value measured on healthy GPUs of the SKU at their power limit;
+  unset: not judged, and the run says so); a site that sets ``clock_min_fraction`` also fails a lowest clock
+  under load below that share of the reference clock (``sm_clock_mhz``, else the highest of the run);
 * ``dmon.temperature``: gtemp above ``gtemp_max_c`` or mtemp above ``mtemp_max_c`` (only when set);
 * ``dmon.memory_growth``: fb rose in every step across the samples under load, by more than
   ``fb_growth_max_mb`` from the first to the last;
@@ -32,6 +39,7 @@ import math
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import _median
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import SECTION_ERROR_KEY, ParseError, ProfileError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_clock_events import parse_clock_events
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
 
 SUMMARY_COLUMNS = ('pwr', 'sm', 'mem', 'gtemp', 'mtemp', 'pclk', 'mclk', 'fb')
@@ -40,25 +48,46 @@ ECC_COLUMNS = ('sbecc', 'dbecc')      # ECC errors dmon counted in each interval
 DEFAULT_BOUNDS = {
     'load_sm_pct': 80,            # a sample is under load when its sm % is at least this
     'min_load_samples': 3,        # fewer samples under load: throttling and memory growth are not measured
-    'clock_min_fraction': 0.9,    # under load, pclk >= this x the reference clock
-    'sm_clock_mhz': None,         # the reference clock; None: the highest pclk of any GPU in the run
-    'violation_max_pct': 0,       # pviol / tviol above this is throttling
+    'sustained_sm_clock_min_mhz': None,   # median pclk under load below this fails; None: not judged (no source)
+    # NVML reports HW slowdown "also during PState or clock change" (nvmlClocksEventReasonHwSlowdown): a reason
+    # seen in fewer samples than this is a transition, not a fault
+    'clock_event_min_samples': 2,
+    'clock_min_fraction': None,   # opt-in: under load, lowest pclk >= this x the reference clock
+    'sm_clock_mhz': None,         # the reference clock of clock_min_fraction; None: the highest pclk of the run
+    'violation_max_pct': None,    # opt-in: pviol / tviol above this fail (pviol is 100 at a healthy power cap)
     'gtemp_max_c': None,          # None: the GPU temperature is not checked
     'mtemp_max_c': None,          # None: the memory temperature is not checked
-    'fb_growth_max_mb': 1024,     # fb rising in every step under load by more than this is a leak
+    'fb_growth_max_mb': 1024,     # fb growing steadily under load by more than this is a leak
     'dbecc_max': 0,               # double-bit (uncorrectable) ECC errors during a workload above this fail
     'sbecc_max': None,            # None: single-bit (corrected) ECC errors are counted, not checked
 }
+# the profile's gpu.clock_event_reasons defaults (_profile): the classes of the reasons sampled under load
+DEFAULT_REASON_CLASSES = {'fail': ['hw_slowdown', 'hw_thermal_slowdown', 'hw_power_brake_slowdown'],
+                          'warn': ['sw_thermal_slowdown']}
 _FRACTIONS = ('clock_min_fraction',)
 
 CHECKS = {
     'dmon.throttle': _findings.entry(
-        'GPU throttled under load', _findings.FAIL,
-        'look at the clock event reasons of {component} (nvidia-smi -q -d PERFORMANCE): power cap, HW slowdown '
-        'or thermal slowdown; check the cooling, the power limit (nvidia-smi -q -d POWER) and the power supply, '
-        'then re-run the workload',
-        kind='gpu<N>', compares='under load (sm % >= load_sm_pct): pclk vs clock_min_fraction x the reference '
-        'clock; pviol and tviol vs violation_max_pct'),
+        'GPU clocks held down for a hardware reason under load', _findings.FAIL,
+        'the driver slowed {component} for a hardware reason (nvidia-smi -q -d PERFORMANCE lists the clock event '
+        'reasons): HW thermal slowdown: check the cooling, fans and inlet temperature; HW power brake or HW slowdown: '
+        'check the power supplies and the power cabling of the baseboard (nvidia-smi -q -d POWER); drain the node '
+        'until a re-run of the workload shows none',
+        kind='gpu<N>', compares='clock event reasons sampled during the workload (nvidia-smi --query-gpu='
+        'clocks_event_reasons.active) vs gpu.clock_event_reasons.fail, in at least clock_event_min_samples samples; '
+        'pviol and tviol vs violation_max_pct when set'),
+    'dmon.throttle_warn': _findings.entry(
+        'GPU clocks held down by the software thermal limit under load', _findings.WARN,
+        'the driver lowered the clocks of {component} to stay under its software thermal limit: check the airflow '
+        'and inlet temperature of the chassis before it becomes a HW thermal slowdown',
+        kind='gpu<N>', compares='clock event reasons sampled during the workload vs gpu.clock_event_reasons.warn'),
+    'dmon.sustained_clock': _findings.entry(
+        'GPU SM clock under load below what the SKU sustains', _findings.FAIL,
+        'the SM clock of {component} under full load stayed below what healthy GPUs of this model sustain at their '
+        'power limit: read the clock event reasons (nvidia-smi -q -d PERFORMANCE), the power limit and enforced limit '
+        '(nvidia-smi -q -d POWER; a lowered limit is a site setting) and the temperatures; then re-run the workload',
+        kind='gpu<N>', compares='median pclk under load vs monitoring.sustained_sm_clock_min_mhz; lowest pclk under load '
+                                'vs clock_min_fraction x the reference clock when set'),
     'dmon.temperature': _findings.entry(
         'GPU or GPU memory too hot', _findings.FAIL,
         'check the airflow, fans and inlet temperature of {component}\'s chassis and the GPU\'s seating and '
@@ -103,9 +132,22 @@ def _column(samples, name):
     return [sample.get(name) for sample in samples]
 
 
-def _rising(values):
-    """True when ``values`` never fall and rise at least once."""
-    return len(values) >= 2 and all(b >= a for a, b in zip(values, values[1:])) and values[-1] > values[0]
+def _steady_growth(values):
+    """How framebuffer memory under load grew after the warm-up: ``{from, to, samples, skipped, steady}``, None with
+    fewer than 2 values. The warm-up (the first quarter of the samples, at least one) is skipped: a workload that
+    allocates at its start and then stays flat is no leak. ``steady``: it ends higher than it starts, still grows
+    in the second half of what is left, and falls at most once per ten steps (at least one dip allowed), the
+    dips together less than a quarter of the growth: a leak with a small dip is still a leak."""
+    if len(values) < 2:
+        return None
+    skipped = max(1, len(values) // 4) if len(values) >= 3 else 0
+    window = values[skipped:]
+    growth = window[-1] - window[0]
+    steps = list(zip(window, window[1:]))
+    dips = [a - b for a, b in steps if b < a]
+    steady = (growth > 0 and window[-1] > window[(len(window) - 1) // 2] and len(dips) <= max(1, len(steps) // 10)
+              and sum(dips) * 4 < growth)
+    return {'from': window[0], 'to': window[-1], 'samples': len(window), 'skipped': skipped, 'steady': steady}
 
 
 def _load_summary(samples, names, load_sm_pct):
@@ -116,7 +158,7 @@ def _load_summary(samples, names, load_sm_pct):
     pclk = _stats(_column(loaded, 'pclk'))
     return {'sm_pct_min': load_sm_pct, 'samples': len(loaded),
             'pclk_min': pclk['min'] if pclk else None, 'pclk_median': pclk['median'] if pclk else None,
-            'fb_first': fb[0] if fb else None, 'fb_last': fb[-1] if fb else None, 'fb_rising': _rising(fb)}
+            'fb_first': fb[0] if fb else None, 'fb_last': fb[-1] if fb else None, 'fb_growth': _steady_growth(fb)}
 
 
 def summarise(parsed, load_sm_pct=DEFAULT_BOUNDS['load_sm_pct']):
@@ -125,7 +167,7 @@ def summarise(parsed, load_sm_pct=DEFAULT_BOUNDS['load_sm_pct']):
     Each GPU: ``index``, ``samples``, ``series`` (column -> ``{min, median, max, n}`` of the columns of
     ``SUMMARY_COLUMNS`` and ``VIOLATION_COLUMNS`` that were printed, ``None`` when every value was ``-``),
     ``fb_first``/``fb_last``, ``load`` (the samples with sm % >= ``load_sm_pct``: their count, min and median
-    pclk, first and last fb, whether fb rose in every step; ``None`` without an sm column) and, when a line
+    pclk, first and last fb, how fb grew after the warm-up (``_steady_growth``); ``None`` without an sm column) and, when a line
     of it could not be read, ``parse_error``. ``parse_error`` at the top: a line that named no GPU.
     """
     if not isinstance(parsed, dict):
@@ -208,35 +250,91 @@ def _reference_clock(summary, bounds):
     return (max(highest), 'the highest pclk of the run') if highest else (None, None)
 
 
-def _throttle(out, component, gpu, bounds, reference):
+def _loaded(out, component, gpu, bounds):
+    """The GPU's load summary when it has enough samples under load, else None (said once, for every check that
+    needs them)."""
     load = gpu.get('load')
-    series = gpu.get('series') or {}
     if load is None:
-        out.not_measured(component, 'dmon.throttle', 'sm %', 'dmon printed no sm column (-s u)')
-        return
+        out.not_measured(component, 'dmon.sustained_clock, dmon.memory_growth', 'sm %', 'dmon printed no sm column (-s u)')
+        return None
     if load['samples'] < max(1, bounds['min_load_samples']):
-        out.not_measured(component, 'dmon.throttle, dmon.memory_growth', 'samples under load',
+        out.not_measured(component, 'dmon.sustained_clock, dmon.memory_growth', 'samples under load',
                          '%d sample(s) with sm >= %s %% < min_load_samples %d' % (
                              load['samples'], _g(bounds['load_sm_pct']), bounds['min_load_samples']))
+        return None
+    return load
+
+
+def _sustained_clock(out, component, load, bounds, reference):
+    floor = bounds['sustained_sm_clock_min_mhz']
+    fraction = bounds['clock_min_fraction']
+    if floor is None and fraction is None:
         return
-    causes = []
+    if load['pclk_median'] is None:
+        out.not_measured(component, 'dmon.sustained_clock', 'pclk', 'dmon printed no SM clock (-s c)')
+        return
+    if floor is not None and load['pclk_median'] < floor:
+        out.add('dmon.sustained_clock', component,
+                'median pclk %s MHz under load (lowest %s MHz)' % (_g(load['pclk_median']), _g(load['pclk_min'])),
+                'median pclk >= %s MHz (sustained_sm_clock_min_mhz)' % _g(floor),
+                '%s ran at a median SM clock of %s MHz under load, below the %s MHz the profile says healthy GPUs of this '
+                'model sustain' % (component, _g(load['pclk_median']), _g(floor)))
     clock, source = reference
-    if load['pclk_min'] is None or clock is None:
-        out.not_measured(component, 'dmon.throttle', 'pclk', 'dmon printed no SM clock (-s c)')
-    elif load['pclk_min'] < bounds['clock_min_fraction'] * clock:
-        causes.append('pclk %s MHz under load (median %s MHz)' % (_g(load['pclk_min']), _g(load['pclk_median'])))
-    violations = [name for name in VIOLATION_COLUMNS if series.get(name)]
-    if not violations:
+    if fraction is not None and clock is not None and load['pclk_min'] < fraction * clock:
+        out.add('dmon.sustained_clock', component,
+                'pclk %s MHz under load (median %s MHz)' % (_g(load['pclk_min']), _g(load['pclk_median'])),
+                'pclk >= %s MHz (%s x %s MHz, %s)' % (_g(fraction * clock), _g(fraction), _g(clock), source),
+                '%s: SM clock under load fell to %s MHz' % (component, _g(load['pclk_min'])))
+
+
+def _violations(out, component, gpu, bounds):
+    """pviol/tviol, judged only where the site asked for it (``violation_max_pct``): pviol is the share of time
+    at the power limit, 100 on a healthy GPU under full load."""
+    bound = bounds['violation_max_pct']
+    if bound is None:
+        return
+    series = gpu.get('series') or {}
+    names = [name for name in VIOLATION_COLUMNS if series.get(name)]
+    if not names:
         out.not_measured(component, 'dmon.throttle', 'pviol/tviol', 'dmon printed no violation counters (-s v)')
-    for name in violations:
-        if series[name]['max'] > bounds['violation_max_pct']:
-            causes.append('%s %s' % (name, _g(series[name]['max'])))
+    causes = ['%s %s' % (name, _g(series[name]['max'])) for name in names if series[name]['max'] > bound]
     if causes:
-        expected = 'pclk >= %s MHz (%s x %s MHz, %s), pviol/tviol <= %s' % (
-            _g(bounds['clock_min_fraction'] * clock) if clock else '?', _g(bounds['clock_min_fraction']),
-            _g(clock) if clock else '?', source, _g(bounds['violation_max_pct']))
-        out.add('dmon.throttle', component, ', '.join(causes), expected,
-                '%s throttled under load: %s' % (component, ', '.join(causes)))
+        out.add('dmon.throttle', component, ', '.join(causes), 'pviol/tviol <= %s (violation_max_pct)' % _g(bound),
+                '%s: violation counters under load: %s' % (component, ', '.join(causes)))
+
+
+def _clock_events(out, parsed, bounds, classes):
+    """``dmon.throttle`` / ``dmon.throttle_warn`` from the clock event reasons; the report's per-GPU summary."""
+    gpus = {}
+    least = max(1, bounds['clock_event_min_samples'])
+    for gpu in parsed.get('gpus') or []:
+        component = 'gpu%s' % gpu['index']
+        samples = gpu['samples']
+        counts = {}
+        for sample in samples:
+            for reason in sample.get('reasons') or []:
+                counts[reason] = counts.get(reason, 0) + 1
+        clocks = _stats([s.get('sm_clock_mhz') for s in samples])
+        gpus[component] = {'samples': len(samples), 'reasons': counts, 'sm_clock_mhz': clocks,
+                           'power_w': _stats([s.get('power_w') for s in samples]),
+                           'power_limit_w': _stats([s.get('power_limit_w') for s in samples]),
+                           'gtemp_c': _stats([s.get('gtemp_c') for s in samples])}
+        for check, klass in (('dmon.throttle', 'fail'), ('dmon.throttle_warn', 'warn')):
+            seen = [r for r in classes[klass] if counts.get(r, 0) >= least]
+            if check == 'dmon.throttle_warn' and any(counts.get(r, 0) >= least for r in classes['fail']):
+                seen = []       # said by dmon.throttle, which names every reason
+            if not seen:
+                continue
+            named = sorted((r for r in counts if r in classes['fail'] + classes['warn'] and counts[r] >= least),
+                           key=lambda r: (-counts[r], r))
+            measured = ', '.join('%s in %d of %d samples' % (r, counts[r], len(samples)) for r in named)
+            held = _stats([x.get('sm_clock_mhz') for x in samples if set(x.get('reasons') or []) & set(named)])
+            if held:
+                measured += ' (SM clock %s MHz then)' % (
+                    _g(held['min']) if held['min'] == held['max'] else '%s-%s' % (_g(held['min']), _g(held['max'])))
+            out.add(check, component, measured, 'none of %s in %d or more samples' % (', '.join(classes[klass]), least),
+                    '%s: the driver held the clocks down during the workload: %s' % (component, measured))
+    return gpus
 
 
 def _temperature(out, component, gpu, bounds):
@@ -253,22 +351,22 @@ def _temperature(out, component, gpu, bounds):
                     '%s: %s reached %s C (bound %s C)' % (component, what, _g(series[name]['max']), _g(bounds[key])))
 
 
-def _memory_growth(out, component, gpu, bounds):
-    load = gpu.get('load')
+def _memory_growth(out, component, load, bounds):
     if bounds['fb_growth_max_mb'] is None:
         return
-    if load is None or load['samples'] < max(1, bounds['min_load_samples']):
-        return      # said once by _throttle, which needs the same samples
     if load['fb_first'] is None:
         out.not_measured(component, 'dmon.memory_growth', 'fb', 'dmon printed no framebuffer memory (-s m)')
         return
-    growth = load['fb_last'] - load['fb_first']
-    if load['fb_rising'] and growth > bounds['fb_growth_max_mb']:
+    growth = load.get('fb_growth')
+    if not growth:
+        return
+    grew = growth['to'] - growth['from']
+    if growth['steady'] and grew > bounds['fb_growth_max_mb']:
         out.add('dmon.memory_growth', component,
-                'fb %s -> %s MB (+%s MB) over %d samples under load' % (
-                    _g(load['fb_first']), _g(load['fb_last']), _g(growth), load['samples']),
+                'fb %s -> %s MB (+%s MB) over %d samples under load after the warm-up (%d skipped)' % (
+                    _g(growth['from']), _g(growth['to']), _g(grew), growth['samples'], growth['skipped']),
                 'growth <= %s MB' % _g(bounds['fb_growth_max_mb']),
-                '%s: GPU memory grew in every sample under load, by %s MB' % (component, _g(growth)))
+                '%s: GPU memory kept growing under load, by %s MB' % (component, _g(grew)))
 
 
 def _ecc(out, component, gpu, bounds):
@@ -286,13 +384,34 @@ def _ecc(out, component, gpu, bounds):
                 context={'component': component}))
 
 
-def findings(summary, bounds=None, host=None):
-    """The findings of a :func:`summarise` result under ``bounds`` (merged over ``DEFAULT_BOUNDS``).
+def _classes(classes):
+    """The reason classes (``gpu.clock_event_reasons`` of the profile) over the defaults; a bad value is a ProfileError."""
+    out = dict(DEFAULT_REASON_CLASSES)
+    for key, value in (classes or {}).items():
+        if key not in out:
+            raise ProfileError('gpu.clock_event_reasons', key, 'unknown key (known: fail, warn)')
+        if value is None:
+            continue
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ProfileError('gpu.clock_event_reasons', key, 'must be a list of reason names, got %r' % (value,))
+        out[key] = list(value)
+    return out
+
+
+def findings(summary, bounds=None, host=None, events=None, classes=None):
+    """The findings of a :func:`summarise` result under ``bounds`` (merged over ``DEFAULT_BOUNDS``), and of the clock
+    event reasons sampled beside it (``events``: a ``parse_clock_events`` result, None when not sampled) under the
+    reason ``classes`` (``{fail, warn}``, default ``DEFAULT_REASON_CLASSES``).
 
     Every GPU gets each check or a ``dmon.not_measured`` saying why not; a run with no GPU sample at all is
     one ``dmon.not_measured`` of component ``dmon``. Bad bounds are a ProfileError.
     """
+    return _judge(summary, bounds, host, events, classes)[0]
+
+
+def _judge(summary, bounds, host, events=None, classes=None):
     bounds = merged_bounds(bounds)
+    classes = _classes(classes)
     out = _Out(host)
     if not isinstance(summary, dict):
         raise ValueError('a dmon summary must be a mapping, got %s' % type(summary).__name__)
@@ -315,11 +434,20 @@ def findings(summary, bounds=None, host=None):
         if not gpu.get('samples'):
             out.not_measured(component, 'dmon.*', 'samples', 'no sample of %s could be read' % component)
             continue
-        _throttle(out, component, gpu, bounds, reference)
+        load = _loaded(out, component, gpu, bounds)
+        if load is not None:
+            _sustained_clock(out, component, load, bounds, reference)
+            _memory_growth(out, component, load, bounds)
+        _violations(out, component, gpu, bounds)
         _temperature(out, component, gpu, bounds)
-        _memory_growth(out, component, gpu, bounds)
         _ecc(out, component, gpu, bounds)
-    return sorted(out.found, key=_findings.sort_key)
+    reasons = None
+    if events is not None:
+        for error in events.get('errors') or []:
+            out.add('dmon.unparsable', 'clock events', error['line'], 'a sample line of the clock event reasons',
+                    'clock event reasons: %s' % error['error'])
+        reasons = _clock_events(out, events, bounds, classes)
+    return sorted(out.found, key=_findings.sort_key), reasons
 
 
 # the per-sample values kept in the report for sparklines, and how a bucket of samples becomes one point: the
@@ -360,10 +488,30 @@ def _during(found, workload):
     return found
 
 
-def judge_run(dmon, bounds=None, host=None, workload=None, required=False):
-    """Judge the ``dmon`` entry of a workload run (``workload_run``'s result: ``{command, interval_s, stdout}`` or
-    ``{command, not_measured}``) -> ``(findings, entry)``; ``entry`` is the run's ``dmon`` in the report:
-    ``{command, interval_s, samples, gpus: {gpuN: summary + values}, not_judged}`` (docs/metrics.md).
+def _events_of(entry, out):
+    """The parsed clock event sampling of a dmon run (``entry``: its ``clock_events``), or None with the reason."""
+    if not isinstance(entry, dict):
+        return None, 'the clock event reasons were not sampled (workload_run dmon.clock_events)'
+    reason = entry.get('not_measured')
+    if reason is None and not isinstance(entry.get('stdout'), str):
+        reason = 'no clock event output came back'
+    elif reason is None and not entry['stdout'].strip():
+        reason = 'the clock event sampling printed nothing (the workload ended before its first sample)'
+    if reason is not None:
+        return None, reason
+    try:
+        return parse_clock_events(entry['stdout'], entry.get('fields')), None
+    except ParseError as err:
+        out.add('dmon.unparsable', 'clock events', err.excerpt or excerpt(entry['stdout']),
+                'nvidia-smi --query-gpu clock event reasons', 'clock event reasons: %s' % err.reason)
+        return None, 'unparsable: %s' % err.reason
+
+
+def judge_run(dmon, bounds=None, host=None, workload=None, required=False, classes=None):
+    """Judge the ``dmon`` entry of a workload run (``workload_run``'s result: ``{command, interval_s, stdout,
+    clock_events}`` or ``{command, not_measured}``) -> ``(findings, entry)``; ``entry`` is the run's ``dmon`` in the
+    report: ``{command, interval_s, samples, gpus: {gpuN: summary + values}, clock_events, not_judged}``
+    (docs/metrics.md). ``classes``: the profile's ``gpu.clock_event_reasons``.
 
     ``required`` false (sampling is on by default wherever nvidia-smi is): what could not be measured is listed in
     ``not_judged`` and is no finding; true (``xuanwu_dmon_required``): it is a ``dmon.not_measured`` finding.
@@ -397,12 +545,26 @@ def judge_run(dmon, bounds=None, host=None, workload=None, required=False):
                 'dmon: %s' % err.reason)
         return _during(out.found, workload), entry
     summary = summarise(parsed, bounds['load_sm_pct'])
-    found = findings(summary, bounds, host)
+    events, events_missing = _events_of(dmon.get('clock_events'), out)
+    if events_missing is not None:
+        out.not_measured('dmon', 'dmon.throttle, dmon.throttle_warn', 'clock event reasons', events_missing)
+    found, reasons = _judge(summary, bounds, host, events, classes)
+    found = sorted(out.found + found, key=_findings.sort_key)
     kept = [f for f in found if required or f['check'] != 'dmon.not_measured']
     not_judged = [f['message'] for f in found if f not in kept]
+    if bounds['sustained_sm_clock_min_mhz'] is None and bounds['clock_min_fraction'] is None:
+        not_judged.append('dmon: dmon.sustained_clock not checked: the profile sets no monitoring.sustained_sm_clock_min_mhz '
+                          '(the SM clock healthy GPUs of this model sustain at their power limit)')
     sparks = _sparklines(parsed)
     entry.update(samples=summary['samples'], columns=summary['columns'], load_sm_pct=summary['load_sm_pct'],
                  gpus=dict((name, dict(gpu, values=sparks.get(name, {}))) for name, gpu in summary['gpus'].items()))
+    if isinstance(dmon.get('clock_events'), dict):
+        clock = {'command': dmon['clock_events'].get('command')}
+        if events is not None:
+            clock.update(samples=events['samples'], gpus=reasons)
+        else:
+            clock['not_measured'] = events_missing
+        entry['clock_events'] = clock
     if summary['truncated']:
         entry['truncated'] = True
     if not_judged:

@@ -77,6 +77,73 @@ def sort_key(finding):
     return (-RANK.get(finding.get('severity'), -1), finding.get('check') or '', str(finding.get('component') or ''))
 
 
+# Root cause first: what the node is (its inventory: GPUs present, model, driver, the probes that read them) comes
+# before its state, and both before what they cause under load (bandwidth, workloads, GPU samples). Globs, by tier.
+ROOT_CAUSE_TIERS = (
+    ('probe.*', 'gpu.count', 'gpu.model', 'gpu.driver_*', 'gpu.amd_tools_missing', 'software.driver_version',
+     'software.cuda_driver_version', 'gpu.memory', 'gpu.nvlink_count', 'gpu.topology', 'gpu.xgmi_link', 'ib.tools_missing',
+     'ib.port_count', 'workload.placement', 'collectives.rank_count'),
+    ('gpu.*', 'ib.*', 'network.*', 'host.*', 'software.*', 'consistency.*', 'facts.*', 'mesh.*', 'container.*'),
+)
+
+
+def root_cause_tier(check):
+    """0 for an inventory fact, 1 for the node's state, 2 for a consequence under load (collectives, workloads, dmon)."""
+    for tier, patterns in enumerate(ROOT_CAUSE_TIERS):
+        if any(fnmatch.fnmatchcase(check or '', pattern) for pattern in patterns):
+            return tier
+    return len(ROOT_CAUSE_TIERS)
+
+
+def root_cause_key(finding):
+    """Worst first, then root cause first (``root_cause_tier``), then by check id and component."""
+    return (-RANK.get(finding.get('severity'), -1), root_cause_tier(finding.get('check')), finding.get('check') or '',
+            str(finding.get('component') or ''))
+
+
+def worst(findings):
+    """The finding to name first: the worst severity and, among those, the root cause (None without findings)."""
+    findings = [f for f in findings or [] if isinstance(f, dict)]
+    return min(findings, key=root_cause_key) if findings else None
+
+
+def grouped_text(findings, limit=None):
+    """Findings as text, one line per check (root cause first): a check with several findings (24 sizes of one
+    collective) is one line listing them, and each remediation is given once (``Fix: as for [check]`` after)."""
+    groups, order = {}, []
+    for finding in sorted((f for f in findings or [] if isinstance(f, dict)), key=root_cause_key):
+        if finding.get('check') not in groups:
+            order.append(finding.get('check'))
+        groups.setdefault(finding.get('check'), []).append(finding)
+    lines, fixes = [], {}
+    for check in order[:limit] if limit else order:
+        found = groups[check]
+        parts = ['%s: measured %s, expected %s' % (f.get('component'), _text(f.get('measured')), _text(f.get('expected')))
+                 for f in found]
+        head = '[%s]' % check if len(found) == 1 else '[%s] %d findings:' % (check, len(found))
+        fix = []
+        for remediation in sorted(set(f.get('remediation') or '' for f in found)):
+            if not remediation:
+                continue
+            if remediation in fixes:
+                fix.append('Fix: as for [%s].' % fixes[remediation])
+            else:
+                fixes[remediation] = check
+                fix.append('Fix: %s' % remediation)
+        lines.append(' '.join([head, '; '.join(parts) + '.'] + fix))
+    if limit and len(order) > limit:
+        lines.append('... and %d more check(s)' % (len(order) - limit))
+    return lines
+
+
+def _text(value):
+    if value is None:
+        return '-'
+    if isinstance(value, (list, tuple)):
+        return ', '.join(str(v) for v in value)
+    return str(value)
+
+
 def is_failing(finding, fail_on=FAIL):
     """True for a ``fail`` finding, and for a ``warn`` finding when ``fail_on`` is ``warn``."""
     return RANK.get(finding.get('severity'), -1) >= RANK[fail_on]

@@ -5,7 +5,7 @@
 
 ``Judge(profile)`` validates the profile (``_profile.validate_profile``; check ids against the catalogue)
 and then judges node facts (``node``), hosts against each other (``group``) and workload runs
-(``workload``), applying the profile's site overrides (``checks.disable``, ``checks.severity``) to every
+(``workload``) and the GPU samples taken during them (``dmon``), applying the profile's site overrides (``checks.disable``, ``checks.severity``) to every
 finding in one place. Pure: no I/O. Raises ``ProfileError`` for a bad profile.
 """
 
@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _findings, _profile, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _dmon_checks, _findings, _profile, _workloads
 
 
 class Judge(object):
@@ -42,6 +42,16 @@ class Judge(object):
     def workload(self, kind, run, host, section='collectives'):
         """Findings of one workload run (``_workloads.EVALUATORS``), judged by the curves of ``section``."""
         return self._judged(_workloads.evaluate(kind, run, self.for_section(section), host))
+
+    def dmon(self, dmon, host, workload=None, required=False):
+        """``(findings, entry)`` of the GPU samples taken during a workload (``_dmon_checks.judge_run``) under the
+        profile's ``monitoring`` bounds and ``gpu.clock_event_reasons`` classes; the site overrides apply to the
+        findings as to every other."""
+        bounds = dict((k, v) for k, v in (self.profile.get('monitoring') or {}).items()
+                      if k in _dmon_checks.DEFAULT_BOUNDS and v is not None)
+        classes = (self.profile.get('gpu') or {}).get('clock_event_reasons')
+        found, entry = _dmon_checks.judge_run(dmon, bounds, host, workload, required, classes)
+        return self._judged(found), entry
 
 
 def evaluate(facts, profile, host):

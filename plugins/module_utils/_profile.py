@@ -444,14 +444,28 @@ SCHEMA = {
                                 'description': 'A sample is under load when its sm % is at least this.'},
                 'min_load_samples': {'type': 'int', 'default': 3, 'min': 1,
                                      'description': 'Fewer samples under load: throttling and memory growth are not measured.'},
-                'clock_min_fraction': {'type': 'float', 'default': 0.9, 'min': 0.01, 'max': 1,
-                                       'description': 'Under load the SM clock must stay at or above this share of the '
-                                                      'reference clock.'},
+                'sustained_sm_clock_min_mhz': {
+                    'type': 'float', 'min': 1,
+                    'description': 'The median SM clock under load of every GPU must reach this, MHz (dmon.sustained_clock). '
+                                   'Source it from healthy GPUs of the model at their power limit (a SW power cap lowers '
+                                   'the clock of a healthy GPU under full load), never from the boost clock. Absent: not '
+                                   'judged, and each run says so.'},
+                'clock_event_min_samples': {
+                    'type': 'int', 'default': 2, 'min': 1,
+                    'description': 'A clock event reason of gpu.clock_event_reasons counts when the clock event sampling '
+                                   'saw it in at least this many samples (NVML: HW slowdown may also be reported for a '
+                                   'moment during a P-state or clock change).'},
+                'clock_min_fraction': {'type': 'float', 'min': 0.01, 'max': 1,
+                                       'description': 'Opt-in: under load the lowest SM clock must stay at or above this '
+                                                      'share of the reference clock. Absent: not judged (a power-capped '
+                                                      'healthy GPU runs well below its boost clock).'},
                 'sm_clock_mhz': {'type': 'float', 'min': 1,
-                                 'description': 'The reference SM clock, MHz. Absent: the highest SM clock any GPU of the '
-                                                'run reached.'},
-                'violation_max_pct': {'type': 'float', 'default': 0, 'min': 0,
-                                      'description': 'Throttling above this power (pviol) or thermal (tviol) violation value.'},
+                                 'description': 'The reference SM clock of clock_min_fraction, MHz. Absent: the highest SM '
+                                                'clock any GPU of the run reached.'},
+                'violation_max_pct': {'type': 'float', 'min': 0,
+                                      'description': 'Opt-in: fail above this power (pviol) or thermal (tviol) violation '
+                                                     'value. Absent: not judged (pviol is 100 on a healthy GPU at its power '
+                                                     'limit; the clock event reasons say why clocks are held down).'},
                 'gtemp_max_c': {'type': 'float', 'min': 0, 'description': 'GPU temperature bound, C. Absent: not checked.'},
                 'mtemp_max_c': {'type': 'float', 'min': 0,
                                 'description': 'GPU memory (HBM) temperature bound, C. Absent: not checked.'},
@@ -791,7 +805,23 @@ def validate_profile(data, path='<profile>'):
     """
     if not isinstance(data, dict):
         raise ProfileError(path, None, 'a profile must be a mapping, got %s' % type_name(data))
-    return _validate(_Ctx(path, partial=False), '', SCHEMA, data)
+    out = _validate(_Ctx(path, partial=False), '', SCHEMA, data)
+    _check_intra_node_curves(out, path)
+    return out
+
+
+def _check_intra_node_curves(profile, path):
+    """Intra-node collectives need two ranks or more: a profile of one GPU per node cannot expect their busbw
+    (nccl-tests on one GPU reports 0 for the reductions by definition, and copies within the GPU for the others)."""
+    count = (profile.get('gpu') or {}).get('count')
+    if count is None or count >= 2:
+        return
+    for name, spec in sorted((profile.get('collectives') or {}).items()):
+        if isinstance(spec, dict) and spec.get('curve'):
+            raise ProfileError(path, 'collectives.%s.curve' % name,
+                               'intra-node collective curves need 2 GPUs or more, gpu.count is %d: a bus bandwidth within one '
+                               'GPU is 0 (reductions) or a copy in its own memory; remove the curves (collectives: null in an '
+                               'override) or move them to collectives_multinode' % count)
 
 
 def check_override(data, path='<override>'):

@@ -60,6 +60,13 @@ CHECKS = {
         'Jobs must fail fast when a peer dies: set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (or NCCL blocking '
         'wait) and a collective timeout in the training launcher; check that the launcher (torchrun/srun) '
         'tears down the remaining ranks; a hang here means a dead node would stall the whole job.'),
+    'workload.placement': _e(
+        'Workload did not run on the GPUs of the profile', 'fail',
+        'PyTorch on this node does not see the GPUs (field guide §4.1): check python -c "import torch; '
+        'print(torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.nccl.version())" with the interpreter '
+        'the workloads use, that the wheel is a CUDA (or ROCm) build matching the driver, CUDA_VISIBLE_DEVICES, and that '
+        'no backend or device was forced (torch_workloads_backend); a job on the CPU or on fewer GPUs proves nothing of '
+        'the node.'),
     'workload.soak': _e(
         'Soak: growth or new errors under sustained load', 'fail',
         'Memory that keeps growing under a steady workload is a leak (driver, NCCL plugin or the software '
@@ -140,6 +147,88 @@ def evaluate_not_measured(run, host):
                      'a measurement', '%s was requested but not measured: %s' % (stage, run.get('reason') or 'no run'))]
 
 
+# The runs that need two ranks or more: a collective within one GPU has no bus bandwidth (0 for the reductions by
+# definition, a copy within the GPU's own memory for the others), and killing the one rank of a job tests nothing.
+MIN_RANKS = 2
+
+
+def _result_of(run):
+    try:
+        results = _parse(run, parse_result_lines)
+    except ParseError:
+        return None
+    return results[-1] if results else None
+
+
+def ranks_of(kind, run):
+    """How many ranks the run had, as it reported them (None when it did not say)."""
+    if kind == 'nccl_tests':
+        try:
+            parsed = _parse(run, parse_nccl_tests)
+        except ParseError:
+            parsed = {}
+        return parsed.get('nranks')
+    if kind in RESULT_KINDS:
+        result = _result_of(run) or {}
+        for key in ('world_size', 'nproc_per_node'):
+            if isinstance(result.get(key), int) and not isinstance(result.get(key), bool):
+                return result[key]
+    return None
+
+
+def not_applicable(kind, run):
+    """Why a run cannot be judged on its bandwidth or fault handling (fewer than ``MIN_RANKS`` ranks), else None."""
+    if kind not in ('nccl_tests', 'torch_allreduce', 'fault_isolation'):
+        return None
+    ranks = ranks_of(kind, run)
+    if ranks is None or ranks >= MIN_RANKS:
+        return None
+    what = {'nccl_tests': '%s_perf' % (_collectives.normalise_collective(run.get('collective')) or 'nccl-tests'),
+            'torch_allreduce': 'the torch all-reduce benchmark', 'fault_isolation': 'fault isolation'}[kind]
+    why = ('a job of one rank has no peer to lose' if kind == 'fault_isolation'
+           else 'a collective within one GPU has no bus bandwidth (0 for reductions, a copy in its own memory otherwise)')
+    return 'not applicable: %s ran on %d rank(s) and needs %d or more: %s' % (what, ranks, MIN_RANKS, why)
+
+
+def _gpu_profile(profile):
+    gpu = (profile or {}).get('gpu') or {}
+    return gpu if gpu.get('vendor') in ('nvidia', 'amd') and (gpu.get('count') or 0) >= 1 else None
+
+
+def evaluate_placement(result, profile, host, component):
+    """``workload.placement``: on a GPU profile, a torch workload that ran on the CPU (gloo), or on fewer GPUs than the
+    profile has, names what torch saw (``cuda_available``, ``device_count``, ``nccl_version`` or ``torch_nccl_version``
+    where the script reports them: roles/torch_workloads/files/workload_common.py ``torch_seen``)."""
+    gpu = _gpu_profile(profile)
+    if gpu is None or not isinstance(result, dict):
+        return []
+    wrong = []
+    backend, device = result.get('backend'), result.get('device')
+    if backend is not None and backend != 'nccl':
+        wrong.append('backend %s' % backend)
+    if device is not None and str(device).lower().startswith('cpu'):
+        wrong.append('device %s' % device)
+    ranks = result.get('world_size')
+    count = result.get('device_count')
+    if isinstance(count, int) and not isinstance(count, bool) and count < gpu['count']:
+        wrong.append('%d GPU(s) visible' % count)
+    elif isinstance(ranks, int) and not isinstance(ranks, bool) and 0 < ranks < gpu['count']:
+        wrong.append('%d rank(s)' % ranks)
+    if not wrong:
+        return []
+    saw = 'CUDA available %s, %s device(s), NCCL %s' % (
+        _shown(result.get('cuda_available')), _shown(result.get('device_count')),
+        _shown(result.get('nccl_version') or result.get('torch_nccl_version')))
+    return [_finding(host, 'workload.placement', component, ', '.join(wrong) + ' (torch saw: %s)' % saw,
+                     'backend nccl on the %d %s GPU(s) of the profile' % (gpu['count'], gpu['vendor']),
+                     '%s ran with %s on a node whose profile has %d GPU(s); torch saw %s' % (
+                         component, ', '.join(wrong), gpu['count'], saw))]
+
+
+def _shown(value):
+    return 'not reported' if value is None else str(value)
+
+
 def not_judged(kind, run, profile):
     """Why a run that measured bandwidth was not judged (no curve in the profile for it), else None."""
     if kind not in ('nccl_tests', 'torch_allreduce'):
@@ -177,7 +266,9 @@ def evaluate_nccl_tests(run, profile, host, component=None):
                          'a complete nccl-tests report',
                          '%s printed nothing parsable (%s): %s' % (component, err.reason, err.excerpt or excerpt(run.get('output_tail'))))]
     curve = (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve')
-    findings.extend(_collectives.evaluate_curve(parsed, curve or [], host, collective))
+    findings.extend(_collectives.implausible_findings(parsed, profile, host, component))
+    single = parsed.get('nranks') is not None and parsed['nranks'] < MIN_RANKS
+    findings.extend(f for f in _collectives.evaluate_curve(parsed, [] if single else curve or [], host, collective))
     if not parsed.get('rows') and not any(f['severity'] == 'fail' for f in findings):
         findings.append(_finding(host, 'workload.not_measured', component, 'no result rows', 'a bus bandwidth per size',
                                  '%s was requested but not measured: it printed no result row (%s)'
@@ -228,8 +319,12 @@ def evaluate_torch_allreduce(run, profile, host, component='torch all_reduce'):
     if not result.get('ok', False):
         findings.append(_finding(host, 'workload.failed', component, result.get('error') or 'failed', 'ok',
                                  '%s failed: %s' % (component, result.get('error'))))
+    findings.extend(evaluate_placement(result, profile, host, component))
     parsed = _collectives.rows_from_bench(result)
+    findings.extend(_collectives.implausible_findings(parsed, profile, host, component))
     curve = (((profile or {}).get('collectives') or {}).get('all_reduce') or {}).get('curve')
+    if isinstance(result.get('world_size'), int) and result['world_size'] < MIN_RANKS:
+        curve = None        # not applicable (not_applicable says why)
     for f in _collectives.evaluate_curve(parsed, curve or [], host, 'all_reduce'):
         if f['check'] in ('collectives.incomplete', 'collectives.nccl_error') and not result.get('ok', False):
             continue
@@ -238,11 +333,12 @@ def evaluate_torch_allreduce(run, profile, host, component='torch all_reduce'):
     return findings
 
 
-def evaluate_ddp_smoke(run, spec, host, component='ddp_smoke'):
+def evaluate_ddp_smoke(run, spec, host, component='ddp_smoke', profile=None):
     spec = spec or {}
     result, findings = _single_result(run, host, component, 'torch')
     if result is None:
         return findings
+    findings.extend(evaluate_placement(result, profile, host, component))
     first, last = result.get('first_loss'), result.get('last_loss')
     drop = spec.get('min_loss_drop_pct', 10.0)
     if not result.get('ok', False) and result.get('error'):
@@ -268,6 +364,8 @@ def evaluate_fault_isolation(run, spec, host, component='fault_isolation'):
     result, findings = _single_result(run, host, component, 'torch')
     if result is None:
         return findings
+    if not_applicable('fault_isolation', run):
+        return findings         # one rank: nothing to isolate (not_applicable says so in the report)
     bound = spec.get('bound_s', result.get('bound_s'))
     seconds = result.get('seconds')
     if result.get('hung') or not result.get('ended_with_error'):
@@ -286,11 +384,12 @@ def evaluate_fault_isolation(run, spec, host, component='fault_isolation'):
     return findings
 
 
-def evaluate_soak(run, spec, host, component='soak'):
+def evaluate_soak(run, spec, host, component='soak', profile=None):
     spec = spec or {}
     result, findings = _single_result(run, host, component, 'torch')
     if result is None:
         return findings
+    findings.extend(evaluate_placement(result, profile, host, component))
     bound_rss = spec.get('max_rss_growth_pct', 10.0)
     bound_gpu = spec.get('max_gpu_mem_growth_pct', 10.0)
     rss, gpu = result.get('rss_growth_pct'), result.get('gpu_mem_growth_pct')
@@ -324,10 +423,11 @@ def evaluate_mesh(run, host):
 EVALUATORS = {
     'nccl_tests': lambda run, profile, host: evaluate_nccl_tests(run, profile, host, run.get('component')),
     'torch_allreduce': evaluate_torch_allreduce,
-    'ddp_smoke': lambda run, profile, host: evaluate_ddp_smoke(run, ((profile or {}).get('workloads') or {}).get('ddp_smoke'), host),
+    'ddp_smoke': lambda run, profile, host: evaluate_ddp_smoke(run, ((profile or {}).get('workloads') or {}).get('ddp_smoke'), host,
+                                                               profile=profile),
     'fault_isolation': lambda run, profile, host: evaluate_fault_isolation(
         run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
-    'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host),
+    'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host, profile=profile),
     'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
     'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
     'link_counters': _links.evaluate_counter_growth,

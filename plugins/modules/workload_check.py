@@ -30,9 +30,16 @@ description:
   - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
     (they appear in the report).
   - When O(run) holds C(dmon) (M(xuanwu.cluster.workload_run) sampled C(nvidia-smi dmon) beside the workload), the samples
-    are judged against the profile's C(monitoring) bounds (C(dmon.throttle), C(dmon.temperature), C(dmon.memory_growth),
-    C(dmon.unparsable); C(docs/metrics.md)) and the run's summary keeps a per-GPU summary and at most 120 points per
-    figure. For C(nccl_tests) the summary also keeps the profile's floor curve of the collective (C(curve)).
+    are judged against the profile's C(monitoring) bounds (C(dmon.sustained_clock), C(dmon.temperature),
+    C(dmon.memory_growth), C(dmon.ecc), C(dmon.unparsable); C(docs/metrics.md)), and the clock event reasons sampled beside
+    them against the profile's C(gpu.clock_event_reasons) classes (C(dmon.throttle) fail, C(dmon.throttle_warn) warn; the
+    SW power cap of a GPU at full load is never a finding). The site overrides of the profile (C(checks.disable),
+    C(checks.severity)) apply to these findings as to every other. The run's summary keeps a per-GPU summary and at most
+    120 points per figure. For C(nccl_tests) the summary also keeps the profile's floor curve of the collective (C(curve)).
+  - A run of fewer than two ranks (nccl-tests, the torch all-reduce benchmark or fault isolation on one GPU) is not judged on
+    its bandwidth or fault handling; its summary says so in C(not_applicable), never a failure and never a pass.
+  - A bus bandwidth above what the links of the profile can carry is C(collectives.implausible); its figures are kept as
+    C(busbw_gbps_implausible), not as C(busbw_gbps), so that they are neither plotted nor exported as a measurement.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
 options:
@@ -97,7 +104,8 @@ summary:
   description:
     - The figures kept for the report (bus bandwidth per size, step time, time to error, growth).
     - C(not_judged) says why bandwidth that was measured was not compared (no curve in the profile); C(not_measured) why
-      nothing was measured.
+      nothing was measured; C(not_applicable) why the run cannot apply to the host (fewer than two ranks); C(implausible) why
+      its bandwidth is not a measurement of the links.
   returned: success
   type: dict
 '''

@@ -90,6 +90,16 @@ options:
       replay_key:
         description: Probe key of the dmon output in the capture bundle. Default C(dmon:) followed by O(replay_key).
         type: str
+      clock_events:
+        description:
+          - Also sample the clock event reasons every O(dmon.interval) seconds with C(nvidia-smi
+            --query-gpu=index,clocks_event_reasons.active,clocks.sm,power.draw,power.limit,temperature.gpu
+            --format=csv,noheader,nounits -lms <ms>) (C(clocks_throttle_reasons.active) on drivers before R535), returned as
+            C(clock_events) in RV(dmon), the driver's account of why the clocks are lower (SW power cap, HW slowdown, ...).
+          - With O(replay_dir), the bundle's entry C(clock_events:<replay_key>) is read; without one, C(clock_events) says
+            C(not_measured).
+        type: bool
+        default: true
 notes:
   - The command is run directly, without a shell.
 '''
@@ -142,6 +152,7 @@ dmon:
   description:
     - What C(nvidia-smi dmon) printed while the command ran (O(dmon) set), with C(command), C(interval_s), C(exit_code),
       C(truncated_bytes) (output cut from the start, kept to the last 4 MiB); or C(command) and C(not_measured) (the reason).
+    - With O(dmon.clock_events), C(clock_events) holds the clock event sampling in the same shape, with the query's C(fields).
   returned: when O(dmon) is set and something ran or was replayed
   type: dict
   sample: {command: nvidia-smi dmon -s pucvmet -d 1, interval_s: 1, exit_code: -15, truncated_bytes: 0,
@@ -187,6 +198,18 @@ def _replay_dmon(module, directory, key):
     return _dmon_sampler.replayed(replayed['stdout'], replayed['command'], _dmon_sampler.interval_of(replayed['command']))
 
 
+def _replay_clock_events(module, directory, key):
+    """The recorded clock event sampling beside a replayed workload, or why there is none."""
+    replayed = _replay(module, directory, key)
+    if replayed is None:
+        return {'command': key, 'not_measured': 'the capture bundle has no %s' % key}
+    if replayed.get('skipped_reason'):
+        return {'command': replayed['command'], 'not_measured': replayed['skipped_reason']}
+    out = _dmon_sampler.replayed(replayed['stdout'], replayed['command'])
+    out['fields'] = _dmon_sampler.fields_of(replayed['command'])
+    return out
+
+
 def _mask_only_secrets(module, env, secret_keys):
     """Mask exactly the secret values of ``env`` (and URL passwords) in everything the module returns."""
     secrets = set(_redact.secret_values(env, secret_keys))
@@ -212,6 +235,7 @@ def main():
                 select=dict(type='str', default=_dmon_sampler.DEFAULT_SELECT),
                 interval=dict(type='int', default=1),
                 replay_key=dict(type='str', no_log=False),
+                clock_events=dict(type='bool', default=True),
             )),
         ),
         required_one_of=[('argv', 'replay_dir')],
@@ -235,6 +259,8 @@ def main():
         base.update(replayed)
         if dmon is not None and not replayed.get('skipped_reason'):
             base['dmon'] = _replay_dmon(module, p['replay_dir'], dmon['replay_key'] or 'dmon:%s' % p['replay_key'])
+            if dmon['clock_events']:
+                base['dmon']['clock_events'] = _replay_clock_events(module, p['replay_dir'], 'clock_events:%s' % p['replay_key'])
         module.exit_json(**base)
 
     command = ' '.join(shlex_quote(a) for a in p['argv'])
@@ -252,16 +278,21 @@ def main():
     timeout_bin = module.get_bin_path('timeout', required=True)
     argv = [timeout_bin, '--kill-after=30', str(p['timeout']), exe] + list(p['argv'][1:])
     env = dict((k, str(v)) for k, v in p['env'].items())
-    sampler = None
+    sampler = events = None
     if dmon is not None:
-        sampler = _dmon_sampler.Sampler(module.get_bin_path('nvidia-smi', required=False), dmon['select'],
-                                        dmon['interval']).start()
+        nvidia_smi = module.get_bin_path('nvidia-smi', required=False)
+        sampler = _dmon_sampler.Sampler(nvidia_smi, dmon['select'], dmon['interval']).start()
+        if dmon['clock_events']:
+            field = _dmon_sampler.reasons_field(lambda a: module.run_command(a, check_rc=False), nvidia_smi) if nvidia_smi else None
+            events = _dmon_sampler.ClockEventsSampler(nvidia_smi, dmon['interval'], field or _dmon_sampler.REASONS_FIELD).start()
     start = time.time()
     try:
         rc, out, err = module.run_command(argv, cwd=p['chdir'], environ_update=env, check_rc=False)
     finally:
         if sampler is not None:
             base['dmon'] = sampler.stop()
+        if events is not None:
+            base['dmon']['clock_events'] = events.stop()
     seconds = round(time.time() - start, 2)
     timed_out = rc in (124, 137) and seconds >= p['timeout'] - 1
     base.update(exit_code=rc, stdout=out[-p['output_limit']:], output_tail=(out + err)[-4000:], seconds=seconds,

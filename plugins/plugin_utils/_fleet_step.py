@@ -19,11 +19,12 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import COL
 
 def figures_of(entry):
     """{component: {size: busbw}} of a host entry's nccl-tests runs on one node (multi-node jobs and the torch
-    benchmark are left out: their component is not one collective of this host)."""
+    benchmark are left out: their component is not one collective of this host; so are runs that cannot apply to the
+    host, one GPU's busbw of 0 compared with its peers' is no measurement)."""
     out = {}
     for run in entry.get('workloads') or []:
         component = run.get('component')
-        if run.get('kind') != 'nccl_tests' or normalise_collective(component) not in COLLECTIVES:
+        if run.get('kind') != 'nccl_tests' or normalise_collective(component) not in COLLECTIVES or run.get('not_applicable'):
             continue
         sizes = dict((int(s), float(v)) for s, v in (run.get('busbw_gbps') or {}).items()
                      if str(s).isdigit() and _history._number(v) is not None)

@@ -76,7 +76,7 @@ def _facts_summary(facts):
 
 
 def host_entry(host, status, findings, facts, profile_name, profile_path, error=None, workloads=None):
-    findings = sorted(findings or [], key=_findings.sort_key)
+    findings = sorted(findings or [], key=_findings.root_cause_key)
     counts = dict((sev, sum(1 for f in findings if f.get('severity') == sev)) for sev in ('fail', 'warn', 'info'))
     entry = {
         'status': status,
@@ -88,6 +88,9 @@ def host_entry(host, status, findings, facts, profile_name, profile_path, error=
         'workloads': list(workloads or []),
         # what ran but was not compared with anything: {component: why}; never a silent pass
         'not_judged': dict((w.get('component') or w.get('kind'), w['not_judged']) for w in workloads or [] if w.get('not_judged')),
+        # what ran and cannot apply to this host (a collective on one GPU): {component: why}; neither pass nor failure
+        'not_applicable': dict((w.get('component') or w.get('kind'), w['not_applicable'])
+                               for w in workloads or [] if isinstance(w, dict) and w.get('not_applicable')),
     }
     if error:
         entry['error'] = error
@@ -142,12 +145,34 @@ STAGE_AREAS = {
 
 
 def _kinds(entry):
-    """The workload kinds of a host's report entry, plus ``dmon`` where GPU samples were judged."""
+    """The workload kinds of a host's report entry that were judged (a run not applicable to the host is not), plus
+    ``dmon`` where GPU samples were judged."""
     runs = [w for w in entry.get('workloads') or [] if isinstance(w, dict)]
-    kinds = set(w.get('kind') for w in runs)
+    kinds = set(w.get('kind') for w in runs if not w.get('not_applicable'))
     if any(isinstance(w.get('dmon'), dict) and w['dmon'].get('gpus') for w in runs):
         kinds.add('dmon')
     return kinds
+
+
+def _dmon_not_judged(entry):
+    """``{check: [why]}`` of the dmon checks that some run could not judge (its ``dmon.not_judged``), ``dmon.*``
+    standing for every dmon check."""
+    out = {}
+    for run in entry.get('workloads') or []:
+        dmon = run.get('dmon') if isinstance(run, dict) and isinstance(run.get('dmon'), dict) else {}
+        for why in dmon.get('not_judged') or []:
+            text = '%s: %s' % (run.get('component') or run.get('kind'), why)
+            for check in set(re.findall(r'dmon\.(?:\*|[a-z_]+)', str(why))):
+                out.setdefault(check, []).append(text)
+    return out
+
+
+def _skipped_dmon(check, not_judged):
+    """Why the dmon ``check`` is a skipped test case (a run could not judge it), or None."""
+    if not check.startswith('dmon.'):
+        return None
+    why = not_judged.get(check, []) + not_judged.get('dmon.*', [])
+    return '; '.join(why) or None
 
 
 def _applies(check, kinds):
@@ -171,6 +196,7 @@ def render_junit(report, catalogue):
             by_check.setdefault(finding['check'], []).append(finding)
         kinds = _kinds(entry)
         check_ids = sorted(set(c for c in catalogue if _applies(c, kinds)) | set(by_check))
+        dmon_not_judged = _dmon_not_judged(entry)
         cases = []
         h_fail = h_err = 0
         if entry.get('error'):
@@ -188,6 +214,10 @@ def render_junit(report, catalogue):
                     for f in fails)
                 body.append('<failure message=%s type="fail">%s</failure>' % (
                     quoteattr('%s: %s' % (fails[0]['component'], fails[0].get('message', ''))), escape(text)))
+            skipped = None if found else _skipped_dmon(check, dmon_not_judged)
+            if skipped:
+                # a check some run could not judge is no pass
+                body.append('<skipped message=%s/>' % quoteattr('not judged: %s' % skipped))
             others = [f for f in found if f['severity'] != 'fail']
             if others:
                 body.append('<system-out>%s</system-out>' % escape('\n'.join(
@@ -198,6 +228,9 @@ def render_junit(report, catalogue):
         for component, why in sorted((entry.get('not_judged') or {}).items()):
             cases.append('    <testcase classname=%s name=%s><skipped message=%s/></testcase>' % (
                 quoteattr('xuanwu.%s' % host), quoteattr('not judged: %s' % component), quoteattr('not judged: %s' % why)))
+        for component, why in sorted((entry.get('not_applicable') or {}).items()):
+            cases.append('    <testcase classname=%s name=%s><skipped message=%s/></testcase>' % (
+                quoteattr('xuanwu.%s' % host), quoteattr('not applicable: %s' % component), quoteattr(str(why))))
         total += len(cases)
         failures += h_fail
         errors += h_err
@@ -214,6 +247,10 @@ def _figures(run):
         parts.append('NOT MEASURED: %s' % run['not_measured'])
     if run.get('not_judged'):
         parts.append('NOT JUDGED: %s' % run['not_judged'])
+    if run.get('not_applicable'):
+        parts.append('NOT APPLICABLE: %s' % run['not_applicable'])
+    if run.get('implausible'):
+        parts.append('IMPLAUSIBLE, not a measurement: %s' % run['implausible'])
     container = run.get('container') if isinstance(run.get('container'), dict) else {}
     if container.get('gpus_in_container') is not None:
         parts.append('%s GPU(s) in a %s container%s, %s on the host' % (
@@ -266,6 +303,8 @@ def _md_workloads(runs):
     for run in runs:
         if run.get('not_judged'):
             lines += ['**Not judged:** %s — %s' % (_md(run.get('component')), _md(run['not_judged'])), '']
+        if run.get('not_applicable'):
+            lines += ['**Not applicable:** %s — %s' % (_md(run.get('component')), _md(run['not_applicable'])), '']
     lines += _md_dmon(runs)
     for run in runs:
         if run.get('debug_log_tail'):
@@ -292,25 +331,45 @@ def _dmon_stats(stats):
     return ' / '.join(_fmt(stats.get(k)) for k in ('min', 'median', 'max'))
 
 
+def _clock_reasons(run, gpu):
+    """The clock event reasons sampled on ``gpu`` during ``run``: each reason with the share of samples that had it,
+    the most frequent first (``sw_power_cap 40/48``); why they were not sampled; or ``-``."""
+    dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}
+    events = dmon.get('clock_events') if isinstance(dmon.get('clock_events'), dict) else {}
+    if events.get('not_measured'):
+        return 'not sampled'
+    entry = (events.get('gpus') or {}).get(gpu) if isinstance(events.get('gpus'), dict) else None
+    if not isinstance(entry, dict):
+        return '-'
+    counts = entry.get('reasons') if isinstance(entry.get('reasons'), dict) else {}
+    shown = sorted(counts.items(), key=lambda item: (-item[1] if isinstance(item[1], int) else 0, str(item[0])))
+    return ', '.join('%s %s/%s' % (name, count, _fmt(entry.get('samples'))) for name, count in shown) or 'none'
+
+
 def _md_dmon(runs):
-    """A table of the GPU samples (min / median / max) of the runs that have them."""
+    """A table of the GPU samples (min / median / max) of the runs that have them, and the clock event reasons."""
     rows = []
     for run in runs:
         for gpu, entry in _dmon_gpus(run):
-            rows.append('| %s | %s | %s | %s |' % (
+            rows.append('| %s | %s | %s | %s | %s |' % (
                 _md(run.get('component') or run.get('kind')), _md(gpu), _md(entry.get('samples')),
-                ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS)))
+                ' | '.join(_md(_dmon_stats(_series(entry, c))) for c, _h in DMON_COLUMNS), _md(_clock_reasons(run, gpu))))
     if not rows:
         return []
-    return (['GPU samples (nvidia-smi dmon), min / median / max:', '',
-             '| during | GPU | samples | %s |' % ' | '.join(h for _c, h in DMON_COLUMNS), '|---|---|---|' + '---|' * len(DMON_COLUMNS)]
+    return (['GPU samples (nvidia-smi dmon), min / median / max, and the clock event reasons (samples that had each):', '',
+             '| during | GPU | samples | %s | clock event reasons |' % ' | '.join(h for _c, h in DMON_COLUMNS),
+             '|---|---|---|' + '---|' * (len(DMON_COLUMNS) + 1)]
             + rows + [''])
 
 
 def _no_findings(entry):
+    applicable = entry.get('not_applicable') or {}
+    tail = (' %d not applicable to this host (%s).' % (len(applicable), ', '.join(sorted(applicable)))) if applicable else ''
     if entry.get('not_judged'):
-        return 'No findings, but %d measurement(s) not judged (%s): no curve to compare them with.' % (
-            len(entry['not_judged']), ', '.join(sorted(entry['not_judged'])))
+        return 'No findings, but %d measurement(s) not judged (%s): no curve to compare them with.%s' % (
+            len(entry['not_judged']), ', '.join(sorted(entry['not_judged'])), tail)
+    if applicable:
+        return 'No findings: every check that applies passed;' + tail
     return 'No findings: every check passed.'
 
 
@@ -405,10 +464,10 @@ def _worst_text(entry):
     if entry.get('error'):
         text = 'not probed: %s' % entry['error']
     elif entry['findings']:
-        f = entry['findings'][0]
+        f = _findings.worst(entry['findings'])     # root cause first: gpu.count before the bandwidth it costs
         text = '%s %s: measured %s, expected %s' % (
             f.get('check'), _fmt(f.get('component')), _fmt(f.get('measured')), _fmt(f.get('expected')))
-    elif entry.get('not_judged'):
+    elif entry.get('not_judged') or entry.get('not_applicable'):
         text = _no_findings(entry)
     else:
         text = ''
@@ -438,13 +497,14 @@ def _dmon_html(runs, e, plots):
             cells = ''.join('<td>%s<span class="stats">%s</span></td>' % (
                 _svg.sparkline(values.get(column), label='%s %s' % (gpu, heading)) if plots else '', e(_dmon_stats(_series(entry, column))))
                 for column, heading in DMON_COLUMNS)
-            rows.append('<tr><td title="%s">%s</td><td>%s</td><td class="num">%s</td>%s</tr>' % (
-                how, name, e(str(gpu)), e(_fmt(entry.get('samples'))), cells))
+            rows.append('<tr><td title="%s">%s</td><td>%s</td><td class="num">%s</td>%s<td>%s</td></tr>' % (
+                how, name, e(str(gpu)), e(_fmt(entry.get('samples'))), cells, e(_clock_reasons(run, gpu))))
     if not rows:
         return missing
     return (['<h3>GPU samples (nvidia-smi dmon) during the workloads</h3>',
              '<p class="note">min / median / max of each series%s</p>' % (', its samples as a line' if plots else ''),
-             '<table class="dmon"><tr><th>during</th><th>GPU</th><th>samples</th>%s</tr>' % ''.join('<th>%s</th>' % e(h) for _c, h in DMON_COLUMNS)]
+             '<table class="dmon"><tr><th>during</th><th>GPU</th><th>samples</th>%s<th>clock event reasons</th></tr>' % ''.join(
+                 '<th>%s</th>' % e(h) for _c, h in DMON_COLUMNS)]
             + rows + ['</table>'] + missing)
 
 
@@ -494,6 +554,9 @@ def _host_html(host, entry, e, open_, plots):
         for run in runs:
             if run.get('not_judged'):
                 out.append('<p class="not-judged"><b>Not judged:</b> %s — %s</p>' % (e(_fmt(run.get('component'))), e(run['not_judged'])))
+            if run.get('not_applicable'):
+                out.append('<p class="not-applicable"><b>Not applicable:</b> %s — %s</p>' % (
+                    e(_fmt(run.get('component'))), e(_fmt(run['not_applicable']))))
         if plots:
             out += _plots_html(runs, e)
         out += _dmon_html(runs, e, plots)

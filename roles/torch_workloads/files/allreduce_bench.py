@@ -18,7 +18,7 @@ Rank 0 prints one final line ``XUANWU_RESULT {json}``::
 
     {"ok": true, "collective": "all_reduce", "sizes": [{"size_bytes", "time_us", "algbw_gbps",
      "busbw_gbps", "wrong"}], "world_size", "backend", "device", "dtype", "iters", "warmup",
-     "torch_version", "nccl_version", "error": null}
+     "torch_version", "nccl_version", "cuda_available", "device_count", "torch_nccl_version", "error": null}
 
 and every rank exits 1 when a collective fails or a result is wrong. Needs only torch and the standard
 library (Python 3.8+).
@@ -101,6 +101,7 @@ def run(args, torch, dist):
         'iters': args.iters, 'warmup': args.warmup, 'torch_version': torch.__version__,
         'nccl_version': nccl_version(torch) if backend == 'nccl' else None, 'error': None,
     }
+    result.update(common.torch_seen(torch))
     buf = torch.empty(max(1, max_bytes // elem), dtype=dtype, device=device)
     check = None if args.no_check else torch.empty(max(1, max_bytes // 4), dtype=torch.float32, device=device)
     timing = torch.zeros(1, dtype=torch.float64, device=device)

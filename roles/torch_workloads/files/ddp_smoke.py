@@ -20,7 +20,8 @@ Defaults: on GPU d_model 512, 6 layers, 8 heads, vocabulary 8192, sequence 256, 
 Rank 0 prints one final line ``XUANWU_RESULT {json}``::
 
     {"ok", "losses", "first_loss", "last_loss", "step_time_ms_median", "tokens_per_s", "params",
-     "world_size", "backend", "device", "params_in_sync", "torch_version", "error"}
+     "world_size", "backend", "device", "params_in_sync", "torch_version", "cuda_available", "device_count",
+     "torch_nccl_version", "error"}
 
 and every rank exits 1 on failure. Needs only torch and the standard library (Python 3.8+).
 """
@@ -174,6 +175,7 @@ def run(args, torch, dist):
         'config': dict(cfg, steps=args.steps, amp_bf16=amp),
         'params_in_sync': in_sync, 'torch_version': torch.__version__, 'error': None,
     }
+    result.update(common.torch_seen(torch))
     if not result['ok']:
         if not finite:
             result['error'] = 'non-finite loss'

@@ -22,7 +22,7 @@ Rank 0 prints one final line ``XUANWU_RESULT {json}``::
      "per_rank": [{"rank", "host", "rss_growth_pct", "gpu_mem_growth_pct", "iterations"}],
      "rss_growth_pct", "gpu_mem_growth_pct",           # the largest over the ranks
      "new_errors": [{"host", "gpu", "field", "before", "after"}], "iterations", "duration_s",
-     "world_size", "backend", "error"}
+     "world_size", "backend", "cuda_available", "device_count", "torch_nccl_version", "error"}
 
 and every rank exits 1 on failure. Needs only torch and the standard library (Python 3.8+).
 """
@@ -225,6 +225,7 @@ def run(args, torch, dist):
         'backend': backend, 'max_growth_pct': args.max_growth_pct, 'leak_mb_per_sample': args.leak_mb_per_sample,
         'gpu_counters_note': counters.note, 'error': '; '.join(problems) or None,
     }
+    result.update(common.torch_seen(torch))
     return rank, result
 
 

@@ -31,6 +31,25 @@ def pick_backend(torch, dist, wanted):
     return 'gloo'
 
 
+def torch_seen(torch):
+    """What PyTorch sees of the GPUs (field guide §4.1), reported with every result so that a run on the CPU or on
+    fewer GPUs says why: ``{cuda_available, device_count, torch_nccl_version}`` (None where torch cannot tell)."""
+    seen = {'cuda_available': None, 'device_count': None, 'torch_nccl_version': None}
+    try:
+        seen['cuda_available'] = bool(torch.cuda.is_available())
+        seen['device_count'] = int(torch.cuda.device_count())
+    except Exception:  # pylint: disable=broad-except
+        pass
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:  # pylint: disable=broad-except
+        version = None
+    if isinstance(version, tuple):
+        version = '.'.join(str(v) for v in version)
+    seen['torch_nccl_version'] = None if version is None else str(version)
+    return seen
+
+
 def run_job(run, args, result):
     """Run ``run(args, torch, dist) -> (rank, result)`` and tear the process group down cleanly.
 

@@ -79,6 +79,9 @@ def test_allreduce_bench_cpu():
     assert result['ok'] is True and result['error'] is None
     assert result['world_size'] == 2 and result['backend'] == 'gloo' and result['collective'] == 'all_reduce'
     assert result['torch_version'] == torch.__version__ and result['nccl_version'] is None
+    # what torch saw of the GPUs, for workload.placement to name
+    assert result['cuda_available'] is torch.cuda.is_available() and result['device_count'] == torch.cuda.device_count()
+    assert 'torch_nccl_version' in result
     assert [s['size_bytes'] for s in result['sizes']] == [4096, 8192, 16384, 32768, 65536]
     for size in result['sizes']:
         assert size['time_us'] > 0 and size['algbw_gbps'] > 0 and size['busbw_gbps'] > 0

@@ -13,7 +13,11 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import val
 HERE = os.path.dirname(os.path.abspath(__file__))
 DMON = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures', 'dmon'))
 TEMPS = {'gtemp_max_c': 85, 'mtemp_max_c': 95}
-LOAD_NOT_MEASURED = ('dmon.not_measured', 'warn', 'samples under load (dmon.throttle, dmon.memory_growth)')
+# the H200 profiles' sustained clock (profiles/h200*.yml): a 700 W H200 under full bf16 load ran at 1410-1605 MHz
+H200 = {'sustained_sm_clock_min_mhz': 1200}
+# the counters a site may still ask for: a lowest clock under 0.9 x the reference, any pviol/tviol
+OPT_IN = {'clock_min_fraction': 0.9, 'violation_max_pct': 0}
+LOAD_NOT_MEASURED = ('dmon.not_measured', 'warn', 'samples under load (dmon.sustained_clock, dmon.memory_growth)')
 
 
 def _summary(name, **kwargs):
@@ -30,9 +34,16 @@ CASES = [
     ('h200x2_dmon_busy.txt', TEMPS, {}),
     ('h200x2_dmon_busy.txt', None, {}),
     ('h200x2_dmon_busy-derived-truncated.txt', TEMPS, {}),
-    ('h200x2_dmon_busy-derived-throttle-gpu1.txt', TEMPS, {'gpu1': [(
-        'dmon.throttle', 'fail',
-        'pclk >= 1782 MHz (0.9 x 1980 MHz, the highest pclk of the run), pviol/tviol <= 0')]}),
+    ('h200x2_dmon_busy.txt', H200, {}),
+    # power-capped clocks (1410 MHz, pviol 38) are how a healthy H200 runs at its power limit: no finding by default
+    ('h200x2_dmon_busy-derived-throttle-gpu1.txt', TEMPS, {}),
+    ('h200x2_dmon_busy-derived-throttle-gpu1.txt', dict(TEMPS, **H200), {}),
+    # ... below a sourced sustained clock, or where a site asks for the counters, they fail
+    ('h200x2_dmon_busy-derived-throttle-gpu1.txt', {'sustained_sm_clock_min_mhz': 1500}, {'gpu1': [
+        ('dmon.sustained_clock', 'fail', 'median pclk >= 1500 MHz (sustained_sm_clock_min_mhz)')]}),
+    ('h200x2_dmon_busy-derived-throttle-gpu1.txt', dict(TEMPS, **OPT_IN), {'gpu1': [
+        ('dmon.sustained_clock', 'fail', 'pclk >= 1782 MHz (0.9 x 1980 MHz, the highest pclk of the run)'),
+        ('dmon.throttle', 'fail', 'pviol/tviol <= 0 (violation_max_pct)')]}),
     ('h200x2_dmon_busy-derived-hot-gpu0.txt', TEMPS, {'gpu0': [
         ('dmon.temperature', 'fail', 'gtemp <= 85 C'), ('dmon.temperature', 'fail', 'mtemp <= 95 C')]}),
     ('h200x2_dmon_busy-derived-hot-gpu0.txt', None, {}),                      # temperatures not asked for
@@ -59,9 +70,11 @@ CASES = [
     ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', dict(TEMPS, gtemp_max_c=45), {'gpu0': [
         ('dmon.temperature', 'fail', 'gtemp <= 45 C')]}),
     # a profile clock: a GPU that ran below it the whole time
-    ('h200x2_dmon_busy.txt', {'sm_clock_mhz': 2400}, dict((gpu, [(
-        'dmon.throttle', 'fail', 'pclk >= 2160 MHz (0.9 x 2400 MHz, sm_clock_mhz), pviol/tviol <= 0')])
+    ('h200x2_dmon_busy.txt', {'sm_clock_mhz': 2400, 'clock_min_fraction': 0.9}, dict((gpu, [(
+        'dmon.sustained_clock', 'fail', 'pclk >= 2160 MHz (0.9 x 2400 MHz, sm_clock_mhz)')])
         for gpu in ('gpu0', 'gpu1'))),
+    ('h200x2_dmon_busy.txt', {'sm_clock_mhz': 2400}, {}),       # a reference clock alone judges nothing
+    ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', dict(TEMPS, **H200), {}),
 ]
 
 
@@ -77,14 +90,14 @@ def test_findings_of_captures(name, bounds, expected):
     assert dict((k, sorted(v)) for k, v in got.items()) == dict((k, sorted(v)) for k, v in expected.items())
 
 
-def test_throttle_measured_names_the_clock_and_the_violation():
-    found = dmon.findings(_summary('h200x2_dmon_busy-derived-throttle-gpu1.txt'), TEMPS, host='h')
-    assert [f['measured'] for f in found] == ['pclk 1410 MHz under load (median 1410 MHz), pviol 38']
+def test_opt_in_counters_name_the_clock_and_the_violation():
+    found = dmon.findings(_summary('h200x2_dmon_busy-derived-throttle-gpu1.txt'), OPT_IN, host='h')
+    assert sorted(f['measured'] for f in found) == ['pclk 1410 MHz under load (median 1410 MHz)', 'pviol 38']
 
 
 def test_memory_growth_measured():
     found = dmon.findings(_summary('h200x2_dmon_busy-derived-memgrow-gpu0.txt'), None, host='h')
-    assert [f['measured'] for f in found] == ['fb 2483 -> 9139 MB (+6656 MB) over 14 samples under load']
+    assert [f['measured'] for f in found] == ['fb 4019 -> 9139 MB (+5120 MB) over 11 samples under load after the warm-up (3 skipped)']
 
 
 def test_summary_of_the_busy_capture():
@@ -99,7 +112,8 @@ def test_summary_of_the_busy_capture():
     assert gpu0['series']['fb'] == {'min': 1643, 'median': 2483, 'max': 2483, 'n': 15}
     assert (gpu0['fb_first'], gpu0['fb_last']) == (1643, 2483)
     assert gpu0['load'] == {'sm_pct_min': 80, 'samples': 14, 'pclk_min': 1980, 'pclk_median': 1980,
-                            'fb_first': 2483, 'fb_last': 2483, 'fb_rising': False}
+                            'fb_first': 2483, 'fb_last': 2483,
+                            'fb_growth': {'from': 2483, 'to': 2483, 'samples': 11, 'skipped': 3, 'steady': False}}
     assert set(gpu0['series']) == set(dmon.SUMMARY_COLUMNS + dmon.VIOLATION_COLUMNS)
 
 
@@ -117,19 +131,40 @@ def test_median_of_an_even_count():
     assert summary['gpus']['gpu0']['series']['pclk']['median'] == 1050
 
 
-def test_memory_that_falls_once_is_not_growth():
-    rows = ''.join(' 0  97  %d\n' % fb for fb in (1000, 3000, 2999, 5000))
+def _growth(fbs, bounds=None):
+    rows = ''.join(' 0  97  %d\n' % fb for fb in fbs)
     summary = _text_summary('# gpu  sm  fb\n# Idx   %  MB\n' + rows)
-    assert summary['gpus']['gpu0']['load']['fb_rising'] is False
-    assert [f['check'] for f in dmon.findings(summary, {'min_load_samples': 1}, host='h')] == [
-        'dmon.not_measured'] * 3        # no pclk, no violation counters and no ECC counts printed
+    return [f for f in dmon.findings(summary, dict({'min_load_samples': 1}, **(bounds or {})), host='h')
+            if f['check'] != 'dmon.not_measured']
+
+
+@pytest.mark.parametrize('fbs, grows', [
+    # a warm-up allocation, then flat: no leak
+    ([1000, 30000] + [30000] * 12, False),
+    ([1000, 9000, 20000, 30000] + [30000] * 10, False),      # a warm-up over the first samples
+    ([1000, 9000, 20000, 30000, 30000, 30000], False),        # ... longer than the quarter skipped, then flat
+    # a steady leak, with one small dip: still a leak
+    ([1000 + 300 * i for i in range(8)] + [3050] + [3200 + 300 * i for i in range(8)], True),
+    ([1000, 3000, 2999, 5000], True),
+    # a steady leak without any dip
+    ([1000 + 512 * i for i in range(15)], True),
+    # up and down: no steady growth
+    ([1000, 5000, 1000, 5000, 1000, 5000, 1000, 5000, 1000, 5000], False),
+    # grew in the first half only
+    ([1000, 1000, 2000, 3000, 4000, 5000, 5000, 5000, 5000, 5000], False),
+    # steady, within the bound
+    ([1000 + 50 * i for i in range(15)], False),
+])
+def test_memory_growth_after_the_warm_up(fbs, grows):
+    assert [f['check'] for f in _growth(fbs)] == (['dmon.memory_growth'] if grows else [])
 
 
 def test_no_sm_column_is_not_measured():
     summary = _text_summary('# gpu  pwr  fb\n# Idx    W  MB\n 0  300  100\n')
     found = dmon.findings(summary, None, host='h')
     assert [(f['check'], f['component'], f['expected']) for f in found] == [
-        ('dmon.not_measured', 'gpu0', 'sm % (dmon.throttle)'), ('dmon.not_measured', 'gpu0', 'dbecc (dmon.ecc)')]
+        ('dmon.not_measured', 'gpu0', 'sm % (dmon.sustained_clock, dmon.memory_growth)'),
+        ('dmon.not_measured', 'gpu0', 'dbecc (dmon.ecc)')]
 
 
 def test_no_samples_is_not_measured():
@@ -202,24 +237,26 @@ def _run_of(name, **extra):
         return dict({'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': handle.read()}, **extra)
 
 
-def test_judge_run_throttle_names_the_workload_and_keeps_sparklines():
-    found, entry = dmon.judge_run(_run_of('h200x2_dmon_busy-derived-throttle-gpu1.txt'), host='n1',
-                                  workload='all_reduce_perf')
-    assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.throttle', 'gpu1', 'fail')]
-    assert found[0]['message'].startswith('during all_reduce_perf: gpu1 throttled under load')
+def test_judge_run_sustained_clock_names_the_workload_and_keeps_sparklines():
+    found, entry = dmon.judge_run(_run_of('h200x2_dmon_busy-derived-throttle-gpu1.txt'), {'sustained_sm_clock_min_mhz': 1500},
+                                  host='n1', workload='all_reduce_perf')
+    assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.sustained_clock', 'gpu1', 'fail')]
+    assert found[0]['message'].startswith('during all_reduce_perf: gpu1 ran at a median SM clock of 1410 MHz')
     assert entry['command'] == 'nvidia-smi dmon -s pucvmet -d 1' and entry['interval_s'] == 1
     assert sorted(entry['gpus']) == ['gpu0', 'gpu1'] and entry['samples'] == 30
     values = entry['gpus']['gpu1']['values']
     assert sorted(values) == ['fb', 'gtemp', 'pclk', 'pwr', 'sm'] and len(values['pclk']) == 15
     assert min(values['pclk']) == 1410 and entry['gpus']['gpu1']['series']['pclk']['min'] == 1410
-    assert 'not_judged' not in entry
+    # no clock event sampling in this run: said, never a pass
+    assert entry['not_judged'] == ['dmon: dmon.throttle, dmon.throttle_warn not checked: the clock event '
+                                   'reasons were not sampled (workload_run dmon.clock_events)']
 
 
 def test_judge_run_not_measured_is_a_finding_only_when_required():
     idle = _run_of('h200x2_dmon_idle.txt')
     found, entry = dmon.judge_run(idle, host='n1', workload='ddp_smoke')
-    assert found == [] and entry['not_judged'] and all('0 sample(s) with sm >= 80 %' in m for m in entry['not_judged'])
-    found, entry = dmon.judge_run(idle, host='n1', workload='ddp_smoke', required=True)
+    assert found == [] and len([m for m in entry['not_judged'] if '0 sample(s) with sm >= 80 %' in m]) == 2
+    found, entry = dmon.judge_run(idle, H200, host='n1', workload='ddp_smoke', required=True)
     assert set(f['check'] for f in found) == {'dmon.not_measured'} and 'not_judged' not in entry
     assert all(f['message'].startswith('during ddp_smoke: ') for f in found)
 

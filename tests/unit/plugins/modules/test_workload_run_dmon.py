@@ -12,6 +12,7 @@ import pytest
 from test_bundle_modules import DEMO, ROOT, run_module
 
 BUSY = os.path.join(ROOT, 'tests', 'fixtures', 'dmon', 'h200x2_dmon_busy.txt')
+EVENTS = os.path.join(ROOT, 'tests', 'fixtures', 'dmon', 'h200x1_clock-events_bf16-matmul-written.csv')
 
 
 def _script(folder, body):
@@ -35,7 +36,7 @@ def fake_path(tmp_path, monkeypatch):
 def _workload(tmp_path, seconds, dmon=None, argv=None):
     args = {'argv': argv or ['sleep', str(seconds)], 'timeout': 60}
     if dmon is not None:
-        args['dmon'] = dmon
+        args['dmon'] = dict({'clock_events': False}, **dmon)      # the clock event sampling: its own tests below
     return run_module(tmp_path, 'workload_run', args)
 
 
@@ -130,7 +131,7 @@ def _record_dmon(bundle, name='dmon:nccl_tests:all_reduce', command='nvidia-smi 
 def _replay(tmp_path, bundle, dmon):
     args = {'replay_dir': str(bundle), 'replay_key': 'nccl_tests:all_reduce'}
     if dmon is not None:
-        args['dmon'] = dmon
+        args['dmon'] = dict({'clock_events': False}, **dmon)
     return run_module(tmp_path, 'workload_run', args)
 
 
@@ -152,3 +153,55 @@ def test_replay_without_recorded_dmon_is_not_measured(tmp_path, bundle):
     assert result['dmon'] == {'command': 'dmon:nccl_tests:all_reduce',
                               'not_measured': 'the capture bundle has no dmon:nccl_tests:all_reduce'}
     assert 'dmon' not in _replay(tmp_path, bundle, None)
+
+
+# --- the clock event reasons, sampled beside dmon (dmon.clock_events, on by default) ----------------------------------
+
+_BOTH = ('case "$1" in\n'
+         '  dmon) cat %s; while :; do sleep 0.1; done;;\n'
+         '  *-lms*|*) case "$*" in *-lms*) echo "$@" > %s; cat %s; while :; do sleep 0.1; done;; esac;\n'
+         '     %s;;\n'
+         'esac\n')
+
+
+def test_clock_events_are_sampled_beside_dmon(tmp_path, fake_path):
+    marker = tmp_path / 'args'
+    fake_path(_BOTH % (BUSY, marker, EVENTS, 'echo 0x0000000000000004'))
+    result = run_module(tmp_path, 'workload_run', {'argv': ['sleep', '1'], 'timeout': 60, 'dmon': {}})
+    events = result['dmon']['clock_events']
+    assert events['command'] == ('nvidia-smi --query-gpu=index,clocks_event_reasons.active,clocks.sm,power.draw,power.limit,'
+                                 'temperature.gpu --format=csv,noheader,nounits -lms 1000')
+    assert events['fields'][1] == 'clocks_event_reasons.active' and 'not_measured' not in events
+    with open(EVENTS) as handle:
+        assert events['stdout'] == handle.read()
+    assert result['dmon']['stdout'].startswith('# gpu')
+
+
+def test_an_older_driver_gets_the_older_field_name(tmp_path, fake_path):
+    marker = tmp_path / 'args'
+    fake_path(_BOTH % (BUSY, marker, EVENTS, 'echo \'Field "clocks_event_reasons.active" is not a valid field to query.\'; exit 2'))
+    events = run_module(tmp_path, 'workload_run', {'argv': ['sleep', '1'], 'timeout': 60, 'dmon': {}})['dmon']['clock_events']
+    assert events['fields'][1] == 'clocks_throttle_reasons.active'
+    assert marker.read_text().startswith('--query-gpu=index,clocks_throttle_reasons.active,')
+
+
+def test_replay_reads_the_recorded_clock_events(tmp_path, bundle):
+    _record_dmon(bundle)
+    shutil.copy(EVENTS, str(bundle / 'events.csv'))
+    manifest = json.loads((bundle / 'manifest.json').read_text())
+    command = 'nvidia-smi --query-gpu=index,clocks_throttle_reasons.active,clocks.sm,power.draw,power.limit,temperature.gpu -lms 1000'
+    manifest['probes'].append({'probe': 'clock_events:nccl_tests:all_reduce', 'command': command, 'rc': 0, 'seconds': 3.0,
+                               'file': 'events.csv'})
+    (bundle / 'manifest.json').write_text(json.dumps(manifest))
+    result = run_module(tmp_path, 'workload_run', {'replay_dir': str(bundle), 'replay_key': 'nccl_tests:all_reduce', 'dmon': {}})
+    events = result['dmon']['clock_events']
+    assert events['command'] == command and events['fields'][1] == 'clocks_throttle_reasons.active'
+    with open(EVENTS) as handle:
+        assert events['stdout'] == handle.read()
+
+
+def test_replay_without_recorded_clock_events_is_not_measured(tmp_path, bundle):
+    _record_dmon(bundle)
+    result = run_module(tmp_path, 'workload_run', {'replay_dir': str(bundle), 'replay_key': 'nccl_tests:all_reduce', 'dmon': {}})
+    assert result['dmon']['clock_events'] == {'command': 'clock_events:nccl_tests:all_reduce',
+                                              'not_measured': 'the capture bundle has no clock_events:nccl_tests:all_reduce'}

@@ -67,7 +67,7 @@ def test_fleet_table_lists_failing_hosts_first_with_failing_checks_and_worst_fin
     assert names == ['gpu0001-slow', 'gpu0002-throttled', 'gpu0004-slow', 'gpu0005-throttled', 'gpu9999-down', 'gpu0000', 'gpu0003']
     slow, throttled, down, ok = parser.rows[0], parser.rows[1], parser.rows[4], parser.rows[5]
     assert slow[2] == '1' and slow[4] == 'collectives.busbw_low all_reduce_perf: measured 322.48, expected 336.3'
-    assert throttled[2] == '1' and throttled[4].startswith('dmon.throttle gpu1: measured pclk 1410 MHz')
+    assert throttled[2] == '1' and throttled[4].startswith('dmon.sustained_clock gpu1: measured median pclk 1410 MHz')
     assert down[4] == 'not probed: ssh: connection refused'
     assert ok[2] == '0' and ok[4].startswith('facts.not_measured ports')
     assert all(len(row[4]) <= _report.WORST_TEXT_MAX for row in parser.rows)
