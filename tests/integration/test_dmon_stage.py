@@ -15,14 +15,30 @@ DMON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 pytestmark = pytest.mark.skipif(not os.access('/bin/sh', os.X_OK), reason='needs /bin/sh')
 
 
-def doubles(tmp_path, dmon_fixture, monkeypatch, seconds=1):
+# The clock event reasons of a GPU at its power limit under load, as the real 1x H200 reads them (SW power cap,
+# tests/fixtures/dmon/README.md); HW_SLOWDOWN adds the hardware slowdown bit (0x8) to it.
+POWER_CAP, HW_SLOWDOWN = '0x0000000000000004', '0x000000000000000C'
+
+
+def clock_events_double(reasons):
+    """The shell of a test double answering the clock event query: the field probe, then every second one line per
+    GPU (index, reasons, SM clock, power draw, power limit, temperature) until stopped; ``reasons``: one per GPU."""
+    lines = ''.join('echo "%d, %s, 1500, 690.10, 700.00, 55"\n' % (i, r) for i, r in enumerate(reasons))
+    return ('case "$*" in\n'
+            '  "--query-gpu=clocks_event_reasons.active --format=csv,noheader") echo %s; exit 0 ;;\n'
+            '  --query-gpu=index,clocks_event_reasons.active,*) while :; do\n%s    sleep 0.2\n  done ;;\n'
+            'esac\n' % (reasons[0], lines))
+
+
+def doubles(tmp_path, dmon_fixture, monkeypatch, seconds=1, reasons=(POWER_CAP, POWER_CAP)):
     """nccl-tests and nvidia-smi test doubles on PATH; the collectives run ``seconds`` so that dmon samples them."""
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     for coll in ('all_reduce', 'all_gather'):
         write_test_double(bindir / ('%s_perf' % coll), 'sleep %s\ncat %s\n' % (
             seconds, os.path.join(HW, 'nccl-tests_%s_perf_-b8_-e8G_-f2_-g4.txt' % coll)))
-    body = ('if [ "$1" != dmon ]; then echo "nvidia-smi: command not found" >&2; exit 127; fi\n'
+    body = ((clock_events_double(reasons) if reasons else '') +
+            'if [ "$1" != dmon ]; then echo "nvidia-smi: command not found" >&2; exit 127; fi\n'
             'echo "$@" >> %s\n' % (tmp_path / 'dmon-calls.log'))
     if dmon_fixture:
         body += 'cat %s\nwhile :; do sleep 0.1; done\n' % os.path.join(DMON, dmon_fixture)
@@ -59,7 +75,9 @@ def _one(metrics, name, **labels):
 
 @pytest.mark.both_controllers
 def test_throttling_during_a_collective_fails_the_host_and_reaches_every_output(tmp_path, monkeypatch):
-    bindir = doubles(tmp_path, 'h200x2_dmon_busy-derived-throttle-gpu1.txt', monkeypatch)
+    """gpu1 slows down for a hardware reason (clock event reason 0x8 beside the power cap) while its clock drops: a
+    fault by its cause; gpu0 at its power cap alone is how a healthy GPU runs under load and is no finding."""
+    bindir = doubles(tmp_path, 'h200x2_dmon_busy-derived-throttle-gpu1.txt', monkeypatch, reasons=(POWER_CAP, HW_SLOWDOWN))
     textfiles = tmp_path / 'textfile'
     for host in ('gpu-a', 'gpu-b'):
         (textfiles / host).mkdir(parents=True)
@@ -74,6 +92,7 @@ def test_throttling_during_a_collective_fails_the_host_and_reaches_every_output(
         throttle = [f for f in entry['findings'] if f['check'] == 'dmon.throttle']
         assert [(f['component'], f['severity']) for f in throttle] == [('gpu1', 'fail')] * 2, entry['findings']
         assert sorted(f['message'].split(':')[0] for f in throttle) == ['during all_gather_perf', 'during all_reduce_perf']
+        assert all('hw_slowdown' in f['message'] for f in throttle), throttle
         assert entry['status'] == 'fail'
         run = entry['workloads'][0]
         assert run['dmon']['command'] == 'nvidia-smi dmon -s pucvmet -d 1'
