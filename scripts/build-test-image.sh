@@ -7,8 +7,9 @@
 #      differs): the default runtime crun refuses hybrid cgroup hosts, and podman's default
 #      ulimits cannot be raised without CAP_SYS_RESOURCE.
 #   3. the image localhost/debian-ansible:12: a Debian 12 root filesystem with systemd, sshd,
-#      python3 and sudo made by debootstrap and imported with `podman import`; nothing is pulled
-#      from a registry. Skipped when the image exists. The root filesystem tarball is cached under
+#      python3 and sudo made by debootstrap, with apt's package lists, and imported with `podman
+#      import`; nothing is pulled from a registry. An image older than a day is refreshed by the
+#      scenarios' prepare (apt's cache_valid_time). Skipped when the image exists. The root filesystem tarball is cached under
 #      .cache/ so that a rebuild (e.g. after `podman system reset`) takes seconds.
 #
 # Must run as root (apt, /etc, rootful podman). Options (environment):
@@ -31,7 +32,7 @@ HOST_PACKAGES=(podman runc netavark aardvark-dns iptables debootstrap)
 CACHE_DIR="$ROOT/.cache/test-image"
 # The cache key covers everything that changes the root filesystem.
 # IMAGE_REVISION: raise it when the build steps below change.
-IMAGE_REVISION=2
+IMAGE_REVISION=3
 KEY="$(printf '%s\n' "$IMAGE_REVISION" "$SUITE" "$MIRROR" "$INCLUDE" | sha256sum | cut -c1-12)"
 TARBALL="$CACHE_DIR/debian-$SUITE-$KEY.tar"
 
@@ -115,10 +116,13 @@ deb $MIRROR $SUITE main
 deb $MIRROR $SUITE-updates main
 deb http://security.debian.org/debian-security $SUITE-security main
 EOF
-    # Smaller image; apt lists are fetched again by the roles (update_cache).
-    # The lists directory is dated in the past, so that `apt: cache_valid_time` sees no fresh cache.
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*_* "$rootfs"/var/log/*.log
-    touch -d '2000-01-01' "$rootfs/var/lib/apt/lists" "$rootfs/var/lib/apt/lists/partial"
+    # apt's package lists of those sources, read once here rather than in every container of every scenario
+    # (molecule/shared/prepare.yml refreshes them only when they are older than its cache_valid_time, and the
+    # roles' own `apt: update_cache` with a cache_valid_time then find them fresh, as after a refresh).
+    chroot "$rootfs" apt-get update -qq >>"$CACHE_DIR/debootstrap.log" 2>&1 \
+        || { tail -20 "$CACHE_DIR/debootstrap.log" >&2; die "apt-get update in the new root filesystem failed (log: .cache/test-image/debootstrap.log)"; }
+    # Smaller image: no downloaded packages, no logs.
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/log/*.log
     # An empty machine-id: systemd makes a distinct one in each container at boot.
     : > "$rootfs/etc/machine-id"
     tar -C "$rootfs" --numeric-owner -cf "$TARBALL.part" .

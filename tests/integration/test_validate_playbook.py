@@ -67,11 +67,14 @@ def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
             assert f['host'] == host and f['remediation'] and 'measured' in f and 'expected' in f
     # The end of the run names every failed host and its reason; the healthy one is not failed.
     recap = out[out.rindex('PLAY RECAP'):]
+    flat = ' '.join(out.split())   # the callback wraps long messages
     for host, want in expected.items():
         line = [row for row in recap.splitlines() if row.startswith(host)][0]
         assert ('failed=1' in line) == bool(want), line
+        # the gate's message: one line per check, listing its components (root cause first)
+        gate = flat[flat.index('%s FAILED' % host):] if want else ''
         for check, component in want:
-            assert '[%s] %s' % (check, component) in out
+            assert '[%s]' % check in gate and '%s: measured' % component in gate, (host, check, component)
     junit = ET.parse(os.path.join(folder, 'junit.xml')).getroot()
     failures = dict((s.get('name'), int(s.get('failures'))) for s in junit.iter('testsuite'))
     assert failures == dict((h, len(set(pair[0] for pair in w))) for h, w in expected.items())
@@ -155,7 +158,8 @@ def test_the_documented_command_line_forms_work(tmp_path, switch):
     # when true, and there (a replayed node whose bundle holds no nccl-tests output) it is requested and not
     # measured, which fails the node, so the workloads of the later stage do not run on it.
     assert ('TASK [xuanwu.cluster.collectives : ' in out) == (switch == 'true')
-    assert ('[workload.not_measured] all_reduce_perf' in out) == (switch == 'true'), out[-4000:]
+    flat = ' '.join(out.split())
+    assert ('[workload.not_measured]' in flat and 'all_reduce_perf: measured' in flat) == (switch == 'true'), out[-4000:]
     assert 'TASK [xuanwu.cluster.torch_workloads : ' not in out
 
 
