@@ -8,8 +8,9 @@ included, gets 503). Here:
 - a connection that has not sent a complete request head within ``header_timeout`` seconds of being
   opened (or of its previous response) is closed;
 - when ``max_connections`` are open, a new one first closes the oldest idle connection (no request in
-  progress); if every connection is busy, the new one is closed at once. ``max_connections`` stays below
-  the process's descriptor limit, so accept() never runs out of descriptors.
+  progress); if every connection is busy, the new one is closed at once. ``max_connections`` and the
+  listen backlog (asyncio accepts up to ``backlog`` connections before any of them is looked at) together
+  stay below the process's descriptor limit, so accept() never runs out of descriptors.
 """
 from __future__ import annotations
 
@@ -19,15 +20,16 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 256
-RESERVED_DESCRIPTORS = 48     # the store, job logs, the executor's pipes
+RESERVED_DESCRIPTORS = 32     # the store, job logs, the executor's pipes
 
 
 def connection_cap(wanted: int) -> int:
-    """``wanted``, or fewer when the descriptor limit leaves less room."""
+    """``wanted``, or fewer when the descriptor limit leaves less room: half of what is left after the reserve,
+    the other half for the connections accepted in one go (the backlog)."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft == resource.RLIM_INFINITY:
         return wanted
-    return max(4, min(wanted, soft - RESERVED_DESCRIPTORS))
+    return max(4, min(wanted, (soft - RESERVED_DESCRIPTORS) // 2))
 
 
 def guarded_protocol(header_timeout: float = DEFAULT_HEADER_TIMEOUT, max_connections: int = DEFAULT_MAX_CONNECTIONS):

@@ -542,7 +542,7 @@ def serve(args, config) -> int:
     from .runner import Executor
     from .webhooks import Notifier
 
-    from .httpguard import guarded_protocol
+    from .httpguard import connection_cap, guarded_protocol
 
     logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(name)s: %(message)s')
     settings = serve_settings(args, config=config)
@@ -561,11 +561,16 @@ def serve(args, config) -> int:
     LOG.info('xuanwu %s serving on %s://%s:%d, data in %s, at most %d jobs at once', __version__,
              'https' if args.tls_cert else 'http', args.bind, args.port, config.data_dir, config.max_concurrency)
     try:
-        uvicorn.run(app, host=args.bind, port=args.port, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
-                    access_log=False, log_config=None, server_header=False, timeout_graceful_shutdown=5,
-                    http=guarded_protocol(args.header_timeout, args.max_connections),
-                    timeout_keep_alive=int(min(args.header_timeout, 5)) or 1,
-                    h11_max_incomplete_event_size=16 * 1024)
+        settings = uvicorn.Config(app, host=args.bind, port=args.port, ssl_certfile=args.tls_cert,
+                                  ssl_keyfile=args.tls_key, access_log=False, log_config=None, server_header=False,
+                                  timeout_graceful_shutdown=5,
+                                  http=guarded_protocol(args.header_timeout, args.max_connections),
+                                  # asyncio accepts up to `backlog` connections in one go, before any is looked
+                                  # at: few, so that they never exhaust the descriptors
+                                  backlog=max(2, connection_cap(args.max_connections) // 4),
+                                  timeout_keep_alive=int(min(args.header_timeout, 5)) or 1,
+                                  h11_max_incomplete_event_size=16 * 1024)
+        uvicorn.Server(settings).run()
     finally:
         notifier.close()
         executor.shutdown(wait=False)
