@@ -159,8 +159,19 @@ def kill_tree(sid: int | None, mark: str | None, cgroup: str | None, grace: floa
         if reap is not None:
             reap()
         if not left:
-            return
+            break
         _signal(left, signal.SIGKILL)
+        time.sleep(POLL)
+    # the killed members are zombies until their parent (or init) reaps them: wait a moment for that, so
+    # that the process group is gone when the caller records the end
+    deadline = time.monotonic() + 2.0
+    while sid and time.monotonic() < deadline:
+        if reap is not None:
+            reap()
+        try:
+            os.killpg(sid, 0)
+        except (ProcessLookupError, PermissionError):
+            break
         time.sleep(POLL)
 
 

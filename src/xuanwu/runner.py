@@ -640,7 +640,7 @@ class Executor:
                 if batch.get('owner') == self.owner or owner_alive(batch.get('owner')) or \
                         not self.store.claim_batch_end(batch['id'], self.owner, dead_owner=batch.get('owner')):
                     continue
-            elif not self.store.claim_batch_end(batch['id'], self.owner):
+            elif not self.store.claim_batch_end(batch['id'], self.owner, settle_sec=self.config.cancel_grace_sec + 5):
                 continue
             write_summary(self.store, batch['id'])
 

@@ -320,13 +320,19 @@ class Store:
                          (json.dumps({'cancel_requested': True}), batch_id))
         return cur.rowcount == 1
 
-    def claim_batch_end(self, batch_id: str, owner: str, dead_owner=None) -> bool:
-        """Take the writing of a batch's summary: the batch is running or cancelling and all its jobs are final
-        (or it is 'finishing' under ``dead_owner``). Exactly one process gets True."""
+    def claim_batch_end(self, batch_id: str, owner: str, dead_owner=None, settle_sec: float = 15.0) -> bool:
+        """Take the writing of a batch's summary: the batch is running or cancelling, all its jobs are final and
+        their last attempts recorded (their trees gone; or final for ``settle_sec`` already, when nobody will
+        record them), or it is 'finishing' under ``dead_owner``. Exactly one process gets True."""
         with self.transaction() as conn:
             left = conn.execute("SELECT COUNT(*) FROM jobs WHERE batch_id = ? AND status NOT IN ('succeeded', "
                                 "'failed', 'cancelled')", (batch_id,)).fetchone()[0]
             if left:
+                return False
+            unsettled = conn.execute('SELECT COUNT(*) FROM attempts a JOIN jobs j ON a.job_id = j.id WHERE '
+                                     'j.batch_id = ? AND a.finished IS NULL AND j.finished > ?',
+                                     (batch_id, time.time() - settle_sec)).fetchone()[0]
+            if unsettled:
                 return False
             if dead_owner is not None:
                 cur = conn.execute("UPDATE batches SET owner = ? WHERE id = ? AND status = 'finishing' AND owner = ?",
