@@ -264,8 +264,11 @@ class Executor:
         """A running job whose scheduler died and whose attempt ended meanwhile: record the result (when it is
         final: succeeded, or failed with no retry left or permanently). True when the job is final now."""
         adir = self._adir(job['id'], int(job['attempts'] or 0))
-        if alive(job.get('pid'), job.get('pid_start')) or not (adir / 'exit.json').is_file():
+        if not (adir / 'exit.json').is_file():
             return False
+        deadline = time.monotonic() + 5     # it wrote its result and is exiting
+        while alive(job.get('pid'), job.get('pid_start')) and time.monotonic() < deadline:
+            time.sleep(POLL)
         if not self.store.adopt_job(job['id'], job.get('owner'), self.owner):
             return True     # another process took it over
         att = self._attempt_of(job)

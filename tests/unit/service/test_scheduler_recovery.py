@@ -109,7 +109,7 @@ def test_the_limit_counts_reattached_jobs(tmp_path):
     command = ('echo $(date +%s.%N) > {t}/$XUANWU_JOB_MARK.start; sleep {s}; '
                'echo $(date +%s.%N) > {t}/$XUANWU_JOB_MARK.end')
     first = _executor(tmp_path, limit=2)
-    running = [first.submit(parse_job({'name': 'r%d' % i, 'command': command.format(t=times, s=1.2),
+    running = [first.submit(parse_job({'name': 'r%d' % i, 'command': command.format(t=times, s=2),
                                        'nodes': ['localhost']},
                                       first.config)) for i in range(2)]
     wait_for(lambda: len(list(times.glob('*.start'))) == 2, what='two jobs to start')

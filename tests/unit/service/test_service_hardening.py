@@ -86,7 +86,7 @@ def test_idle_and_slow_sockets_cannot_starve_health_under_a_64_descriptor_limit(
         started = time.monotonic()
         for dummy in range(5):
             assert requests.get(base + '/health', timeout=3).status_code == 200
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 4
     finally:
         for conn in idle:
             conn.close()
@@ -105,7 +105,7 @@ def _health(base):
 def test_a_connection_without_a_request_is_closed_after_the_head_timeout(guarded):
     conn = socket.create_connection(guarded, timeout=5)
     started = time.monotonic()
-    assert conn.recv(10) == b'' and 0.8 < time.monotonic() - started < 3
+    assert conn.recv(10) == b'' and 0.8 < time.monotonic() - started < 5
     conn.close()
 
 
