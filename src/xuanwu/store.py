@@ -139,8 +139,8 @@ class Store:
         """Move the oldest runnable queued job to 'running' under ``owner`` and count its next attempt, unless
         ``limit`` jobs run already (every running job of the store counts, whoever runs it) or its batch runs
         its own max_concurrency; ``batch_id``/``job_id`` narrow the choice. The job, or None."""
-        now = time.time() if now is None else now
         with self.transaction() as conn:
+            now = time.time() if now is None else now     # inside the lock: after the end of a job it follows
             if conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'running'").fetchone()[0] >= limit:
                 return None
             where, args = ["status = 'queued'", '(not_before IS NULL OR not_before <= ?)'], [now]
