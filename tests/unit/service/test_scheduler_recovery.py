@@ -179,3 +179,55 @@ def test_owner_of_a_shut_down_scheduler_is_dead_in_its_own_process(tmp_path):
     ex.shutdown()
     assert not runner.owner_alive(owner) and not runner.owner_alive(None)
     assert not runner.owner_alive('1:not-its-start:x')
+
+
+def _serve(config_path, token_file, port):
+    return cli(config_path, 'serve', '--port', str(port), '--token-file', str(token_file), start_new_session=True)
+
+
+def test_kill_9_of_the_service_mid_batch_and_a_restart_finish_the_batch_exactly_once(tmp_path):
+    import socket
+
+    import requests
+    token = 'recovery-test-token-0123456789'
+    token_file = tmp_path / 'token'
+    token_file.write_text(token + '\n')
+    os.chmod(token_file, 0o600)
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    base, auth = 'http://127.0.0.1:%d' % port, {'Authorization': 'Bearer ' + token}
+    config_path = write_config(tmp_path)
+    runs = tmp_path / 'runs'
+    runs.mkdir()
+
+    def up():
+        try:
+            return requests.get(base + '/health', timeout=1).ok
+        except requests.RequestException:
+            return False
+    first = _serve(config_path, token_file, port)
+    try:
+        wait_for(up, timeout=30, what='the service')
+        body = {'output_dir': 'crash', 'max_concurrency': 2, 'command': 'sh -c "echo run >> %s/{t}; sleep 0.8"' % runs,
+                'task_list': [{'task_id': 't%d' % i, 'params': {'t': 't%d' % i}} for i in range(4)]}
+        batch_id = requests.post(base + '/api/v1/batches', json=body, headers=auth, timeout=10).json()['batch_id']
+        wait_for(lambda: len(list(runs.iterdir())) >= 2, what='two tasks to start')
+    finally:
+        first.kill()                        # kill -9 of the service, mid-batch
+        first.communicate()
+    second = _serve(config_path, token_file, port)
+    try:
+        wait_for(up, timeout=30, what='the service again')
+        batch = wait_for(lambda: (lambda b: b if b['status'] != 'running' else None)(
+            requests.get('%s/api/v1/batches/%s' % (base, batch_id), headers=auth, timeout=10).json()),
+            timeout=30, what='the batch to end')
+    finally:
+        second.terminate()
+        second.communicate(timeout=20)
+    assert batch['status'] == 'succeeded', batch
+    assert {p.name: p.read_text().count('run') for p in runs.iterdir()} == {'t%d' % i: 1 for i in range(4)}
+    assert os.path.isfile(os.path.join(batch['output_dir'], 'summary.json'))
+    store = Store(tmp_path / 'home' / 'jobs.db')
+    spans = [(a['started'], a['finished']) for j in store.list_jobs(limit=100) for a in store.list_attempts(j['id'])]
+    assert len(spans) == 4 and overlap(spans) <= 2
