@@ -32,7 +32,8 @@ from typing import Callable
 
 from . import FINAL_STATES, commands, proctree
 from .config import Config
-from .secure import job_environment, private_dir, redact_spec, redact_vars, secret_vars, write_private
+from .secure import (job_environment, private_dir, redact_helpers, redact_spec, redact_vars, secret_vars,
+                     write_private)
 from .spec import BatchSpec, JobSpec
 from .store import Store, new_id
 
@@ -100,6 +101,7 @@ class _Attempt:
         self.timed_out = self.cancelled = self.unreachable = False
         self.stopping = None
         self.seen: set = set()
+        self.secrets: list | None = None    # values of its secret extra_vars, masked in what is shown
 
     def poll(self):
         if self.proc is not None:
@@ -512,9 +514,21 @@ class Executor:
             att.seen.add(name)
             if event.get('event') == 'runner_on_unreachable':
                 att.unreachable = True
+            event = redact_helpers.redact(event, self._secrets(att))
             self._emit(att.job_id, {'type': 'ansible', 'attempt': att.n, 'event': event.get('event'),
                                     'counter': event.get('counter'), 'stdout': event.get('stdout'),
                                     'host': (event.get('event_data') or {}).get('host'), 'data': event})
+
+    def _secrets(self, att: _Attempt) -> list:
+        """The values of the job's secret extra_vars (kept in its 0600 secret-vars.json)."""
+        if att.secrets is None:
+            path = Path(self.config.data_dir) / 'jobs' / att.job_id / SECRET_VARS
+            try:
+                values = json.loads(path.read_text(encoding='utf-8')).values()
+            except (OSError, ValueError):
+                values = ()
+            att.secrets = [json.dumps(v) if not isinstance(v, str) else v for v in values if v not in (None, '')]
+        return att.secrets
 
     def _classify(self, att: _Attempt) -> dict:
         spec = att.spec
@@ -547,6 +561,8 @@ class Executor:
         else:
             out.update(classify_playbook(rc, att.unreachable))
             out['error'] = out['error'] or self._stdout_tail(att)
+        if out['error']:    # what the store keeps and the API shows: no secret value, no URL password
+            out['error'] = redact_helpers.redact_text(out['error'], self._secrets(att))
         return out
 
     @staticmethod

@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from . import FINAL_STATES, STATES, __version__
 from .auth import bearer_matches, credential_in_query
 from .metrics import Metrics
-from .secure import private_dir, redact_spec
+from .secure import private_dir, redact_spec, redact_text
 from .serve_options import DEFAULT_BODY_LIMIT, serve_settings
 from .spec import SpecError, parse_batch, parse_job
 from .webhooks import webhook_job
@@ -182,6 +182,16 @@ def public_job(job: dict) -> dict:
     if job.get('status') == 'queued' and job.get('not_before'):
         out['retry_at'] = job['not_before']
     return out
+
+
+def _job_secrets(config, job_id: str) -> list:
+    """The values of a job's secret extra_vars, masked in its log as the API sends it."""
+    try:
+        with open(Path(config.data_dir) / 'jobs' / job_id / 'secret-vars.json', encoding='utf-8') as handle:
+            values = json.load(handle).values()
+    except (OSError, ValueError):
+        return []
+    return [v if isinstance(v, str) else json.dumps(v) for v in values if v not in (None, '')]
 
 
 def job_log_path(job: dict, attempt: int | None = None, stream: str = 'stdout') -> Path | None:
@@ -423,7 +433,8 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
             handle.seek(start)
             data = handle.read(tail if tail is not None else length)
         used = job['attempt_list'][-1]['n'] if attempt is None else attempt
-        return PlainTextResponse(data.decode('utf-8', errors='replace'),
+        text = redact_text(data.decode('utf-8', errors='replace'), _job_secrets(config, job_id))
+        return PlainTextResponse(text,
                                  headers={'X-Log-Size': str(size), 'X-Log-Offset': str(start),
                                           'X-Log-Attempt': str(used), 'Cache-Control': 'no-cache'})
 

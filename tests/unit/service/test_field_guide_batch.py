@@ -12,7 +12,7 @@ import pytest
 import requests
 import uvicorn
 
-from real_jobs import config, overlap, pid_alive, read_pid, wait_for
+from real_jobs import INVENTORY, config, overlap, pid_alive, read_pid, wait_for
 from xuanwu.runner import Executor
 from xuanwu.server import create_app
 from xuanwu.store import Store
@@ -163,3 +163,15 @@ def test_guide_batch_refusals_name_the_field(service):
         resp = _post(service, '/api/v1/batches', body)
         assert resp.status_code == 422 and resp.json()['field'] == field, resp.text
     assert not os.path.exists(service['batches'] / 'outputs')
+
+
+def test_the_log_masks_the_jobs_secret_values(service, tmp_path):
+    playbook = tmp_path / 'leaky.yml'
+    playbook.write_text('- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n'
+                        '    - ansible.builtin.debug: {msg: "the key is {{ api_key }}"}\n')
+    service['executor'].config.playbooks['t-leaky'] = str(playbook)
+    job_id = _post(service, '/api/v1/jobs', {'name': 'leaky', 'playbook': 't-leaky', 'inventory': INVENTORY,
+                                             'extra_vars': {'api_key': 'k-0123456789-secret'}}).json()['job_id']
+    wait_for(lambda: service['store'].get_job(job_id)['status'] == 'succeeded', what='the job')
+    log = requests.get('%s/api/v1/jobs/%s/log' % (service['base'], job_id), headers=AUTH, timeout=10).text
+    assert 'the key is ***' in log and 'k-0123456789-secret' not in log
