@@ -168,11 +168,31 @@ def kill_tree(sid: int | None, mark: str | None, cgroup: str | None, grace: floa
     while sid and time.monotonic() < deadline:
         if reap is not None:
             reap()
+        _reap_own_zombies(sid)
         try:
             os.killpg(sid, 0)
         except (ProcessLookupError, PermissionError):
             break
         time.sleep(POLL)
+
+
+def _reap_own_zombies(pgid: int) -> None:
+    """Reap the zombies of process group ``pgid`` that are this process's children (an attempt whose
+    scheduler in this process stopped watching it); others are their parent's or init's to reap."""
+    me = os.getpid()
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name, encoding='ascii', errors='replace') as handle:
+                fields = handle.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == 'Z' and int(fields[1]) == me and int(fields[2]) == pgid:
+            try:
+                os.waitpid(int(name), os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _cgroup_kill(cgroup: str) -> None:

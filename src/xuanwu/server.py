@@ -518,6 +518,11 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
         if found is None:
             return _error(404, 'no batch %s' % batch_id[:40], 'batch_id')
         found.pop('owner', None)
+        if found['status'] in ('cancelling', 'finishing'):
+            # the store's inner steps; the API's batch states are those of jobs: running until final
+            found['cancel_requested'] = found['status'] == 'cancelling' or \
+                bool((found.get('summary') or {}).get('cancel_requested'))
+            found['status'] = 'running'
         return found
 
     @app.post('/api/v1/batches/{batch_id}/cancel', status_code=202)
