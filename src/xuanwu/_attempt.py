@@ -2,9 +2,9 @@
 
 Reads ``ATTEMPT_DIR/attempt.json`` (written by the executor), moves itself into the attempt's cgroup when
 the executor made one, makes everything it writes private (umask 077), runs the playbook through
-ansible-runner's Python API (its extra variables in the 0600 file ``env/extravars``, given to
-ansible-playbook as ``-e @file``: never on a command line) (``runner_mode='subprocess'``: ansible-playbook stays in this process group, so that killing
-the group kills the whole tree) or the command (``xuanwu.commands``), and writes ``ATTEMPT_DIR/exit.json``
+ansible-runner's Python API (``runner_mode='subprocess'``: ansible-playbook stays in this process group;
+its extra variables in the 0600 file ``env/extravars``, given as ``-e @file``, never on a command line)
+or the command (``xuanwu.commands``), and writes ``ATTEMPT_DIR/exit.json``
 (rc, status, and what the attempt learned) when it ends. The executor, or a restarted one that
 re-attached to this process, reads exit.json.
 """

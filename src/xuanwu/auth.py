@@ -1,8 +1,8 @@
 """The service's API token: where it is read from, how it is checked.
 
-The token is a shared secret. It is read once at start-up from a file that only its owner may read
-(owned by the service's user, mode 0600 or stricter) or from ``XUANWU_API_TOKEN``; it is compared in constant time and never
-logged, echoed or put into an error message.
+The token is a shared secret. It is read once at start-up from a file of the service's user that only
+this user may read (mode 0600 or stricter) or from ``XUANWU_API_TOKEN``; it is compared in constant time
+and never logged, echoed or put into an error message.
 """
 from __future__ import annotations
 

@@ -425,8 +425,8 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
             return _error(422, 'offset and tail: give one of them', 'tail')
         path = job_log_path(job, attempt, stream)
         if path is None:
-            return _error(404, 'job %s has no %s%s yet' % (job_id, stream, ' in attempt %d' % attempt if attempt else ''),
-                          'attempt' if attempt else 'job_id')
+            where = ' in attempt %d' % attempt if attempt else ''
+            return _error(404, 'job %s has no %s%s yet' % (job_id, stream, where), 'attempt' if attempt else 'job_id')
         with open(path, 'rb') as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - tail) if tail is not None else min(offset or 0, size)

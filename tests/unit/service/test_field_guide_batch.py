@@ -165,13 +165,21 @@ def test_guide_batch_refusals_name_the_field(service):
     assert not os.path.exists(service['batches'] / 'outputs')
 
 
-def test_the_log_masks_the_jobs_secret_values(service, tmp_path):
+def test_secret_values_a_playbook_prints_are_masked_in_its_log_events_and_error(service, tmp_path):
     playbook = tmp_path / 'leaky.yml'
     playbook.write_text('- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n'
-                        '    - ansible.builtin.debug: {msg: "the key is {{ api_key }}"}\n')
+                        '    - ansible.builtin.debug: {msg: "the key is {{ api_key }}"}\n'
+                        '    - ansible.builtin.fail: {msg: "failed with {{ api_key }}"}\n')
     service['executor'].config.playbooks['t-leaky'] = str(playbook)
+    events = []
+    service['executor'].on_event(lambda job_id, event: events.append(json.dumps(event, default=str)))
     job_id = _post(service, '/api/v1/jobs', {'name': 'leaky', 'playbook': 't-leaky', 'inventory': INVENTORY,
                                              'extra_vars': {'api_key': 'k-0123456789-secret'}}).json()['job_id']
-    wait_for(lambda: service['store'].get_job(job_id)['status'] == 'succeeded', what='the job')
+    job = wait_for(lambda: (lambda j: j if j['status'] == 'failed' else None)(
+        requests.get('%s/api/v1/jobs/%s' % (service['base'], job_id), headers=AUTH, timeout=10).json()),
+        what='the job')
     log = requests.get('%s/api/v1/jobs/%s/log' % (service['base'], job_id), headers=AUTH, timeout=10).text
     assert 'the key is ***' in log and 'k-0123456789-secret' not in log
+    assert 'failed with ***' in job['error'] and 'k-0123456789-secret' not in json.dumps(job)
+    assert job['spec']['extra_vars'] == {'api_key': '***'}
+    assert any('the key is ***' in e for e in events) and not any('k-0123456789-secret' in e for e in events)
