@@ -4,6 +4,7 @@ failed or retried; the limit counts re-attached jobs; a killed ``xuanwu batch`` 
 import json
 import os
 import signal
+import time
 
 import pytest
 
@@ -231,3 +232,43 @@ def test_kill_9_of_the_service_mid_batch_and_a_restart_finish_the_batch_exactly_
     store = Store(tmp_path / 'home' / 'jobs.db')
     spans = [(a['started'], a['finished']) for j in store.list_jobs(limit=100) for a in store.list_attempts(j['id'])]
     assert len(spans) == 4 and overlap(spans) <= 2
+
+
+def test_a_job_claimed_by_a_scheduler_that_died_while_starting_it_is_recovered_once(tmp_path):
+    cfg = config(tmp_path)
+    store = Store(cfg.data_dir / 'jobs.db')
+    spec = parse_job({'name': 'starting', 'command': 'true', 'nodes': ['localhost'], 'retry_count': 1}, cfg)
+    job_id = store.create_job(spec.to_dict(), 'command', 'starting', max_attempts=2)
+    dead = '999999:not-running:x'
+    claimed = store.claim_next(dead, 4)      # a scheduler claimed it and died before it recorded a process
+    assert (claimed['id'], claimed['status'], claimed['attempts'], claimed['pid']) == (job_id, 'running', 1, None)
+    assert store.claim_next('another:x:y', 4) is None                   # claimed exactly once
+    ex = Executor(cfg, store, 4, serve_all=True)
+    try:
+        found = ex.recover()
+        assert found['requeued'] == [job_id] and found['failed'] == []
+        job = ex.wait(job_id, timeout=20)
+        assert (job['status'], job['attempts']) == ('succeeded', 2)
+        assert [a['status'] for a in job['attempt_list']] == ['failed', 'succeeded']
+    finally:
+        ex.shutdown()
+
+
+def test_a_retry_waiting_in_the_store_runs_after_a_restart(tmp_path):
+    cfg = config(tmp_path)
+    store = Store(cfg.data_dir / 'jobs.db')
+    spec = parse_job({'name': 'waiting', 'command': 'true', 'nodes': ['localhost'], 'retry_count': 1}, cfg)
+    job_id = store.create_job(spec.to_dict(), 'command', 'waiting', max_attempts=2)
+    store.claim_next('999999:gone:x', 4)
+    store.add_attempt(job_id, 1)
+    store.finish_attempt(job_id, 1, 255, 'failed', 'transient', 'ssh could not reach a node')
+    assert store.retry_later(job_id, '999999:gone:x', time.time() + 1.5)    # then the process died
+    ex = Executor(cfg, store, 4, serve_all=True)
+    try:
+        assert ex.recover()['requeued'] == [job_id]
+        assert store.claim_next('other:x:y', 4) is None            # not before its time
+        job = ex.wait(job_id, timeout=20)
+        assert (job['status'], job['attempts']) == ('succeeded', 2)
+        assert job['attempt_list'][1]['started'] >= job['attempt_list'][0]['finished'] + 1.0
+    finally:
+        ex.shutdown()
