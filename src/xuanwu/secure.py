@@ -22,18 +22,22 @@ MASK = '***'
 
 
 def _load_redact():
-    """The collection's redaction helpers, loaded from the checkout that holds this package."""
-    here = Path(__file__).resolve()
-    candidates = [parent / 'plugins' / 'module_utils' / '_redact.py' for parent in here.parents]
-    env_root = os.environ.get('XUANWU_PROJECT_ROOT')
-    if env_root:
-        candidates.insert(0, Path(env_root) / 'plugins' / 'module_utils' / '_redact.py')
-    for path in candidates:
+    """The collection's redaction helpers: from ``$XUANWU_PROJECT_ROOT``, the checkout that holds this package
+    or the current folder's, else the installed collection."""
+    roots = [Path(os.environ['XUANWU_PROJECT_ROOT'])] if os.environ.get('XUANWU_PROJECT_ROOT') else []
+    roots += list(Path(__file__).resolve().parents) + [Path.cwd()] + list(Path.cwd().parents)
+    for root in roots:
+        path = root / 'plugins' / 'module_utils' / '_redact.py'
         if path.is_file():
             spec = importlib.util.spec_from_file_location('xuanwu_collection_redact', path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return module
+    try:
+        from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact  # pylint: disable=import-error
+        return _redact
+    except ImportError:
+        pass
     raise ImportError('the collection\'s plugins/module_utils/_redact.py was not found next to the xuanwu package')
 
 
