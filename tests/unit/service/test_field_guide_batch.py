@@ -95,7 +95,7 @@ def test_the_field_guides_batch_runs_with_a_command_template(service):
 
 
 def test_a_batch_with_more_tasks_than_its_limit_never_runs_more_at_once(service):
-    tasks = [{'task_id': 't%d' % i, 'params': {'model': 'm', 'steps': i, 'sleep': 0.4}} for i in range(6)]
+    tasks = [{'task_id': 't%d' % i, 'params': {'model': 'm', 'steps': i, 'sleep': 0.3}} for i in range(5)]
     body = {'output_dir': 'limited', 'max_concurrency': 2, 'task_list': tasks,
             'command': '%s train.py --model {model} --steps {steps}' % sys.executable}
     batch = _final_batch(service, _post(service, '/api/v1/batches', body).json()['batch_id'])
