@@ -335,6 +335,9 @@ class Executor:
 
     def _launch_failed(self, job: dict, error: str) -> None:
         n = int(job['attempts'])
+        proctree.kill_tree(None, job['mark'], None, 0)     # whatever did start of it
+        with self._lock:
+            self._running.pop(job['id'], None)
         self.store.add_attempt_if_missing(job['id'], n, str(self._adir(job['id'], n)))
         reason = 'the attempt could not be started: %s' % error.strip().splitlines()[-1]
         self.store.finish_attempt(job['id'], n, None, 'failed', TRANSIENT, error)

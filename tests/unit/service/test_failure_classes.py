@@ -120,3 +120,20 @@ def test_template_parameters_are_checked(tmp_path, params, field, words):
     with pytest.raises(SpecError) as err:
         parse_batch(batch, config(tmp_path), base_dir=str(tmp_path))
     assert err.value.field == field and words in str(err.value)
+
+
+def test_a_runner_that_cannot_start_is_a_transient_failure_retried(executor, monkeypatch):
+    from xuanwu import runner
+    real, calls = runner.subprocess.Popen, []
+
+    def flaky_popen(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError(24, 'Too many open files')
+        return real(*args, **kwargs)
+    monkeypatch.setattr(runner.subprocess, 'Popen', flaky_popen)
+    job = executor.run(parse_job({'name': 'start', 'nodes': ['localhost'], 'retry_count': 1, 'command': 'true'},
+                                 executor.config))
+    assert (job['status'], job['attempts'], len(calls)) == ('succeeded', 2, 2)
+    first = job['attempt_list'][0]
+    assert (first['status'], first['error_class']) == ('failed', 'transient') and 'Too many open files' in first['error']
