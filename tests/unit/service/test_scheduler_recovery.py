@@ -40,7 +40,7 @@ def test_setsid_and_double_fork_children_die_on_timeout_and_cancel(tmp_path, tre
     ex = _executor(tmp_path)
     try:
         job_id = ex.submit(parse_job({'name': 'escape', 'command': ESCAPES.format(d=tmp_path), 'nodes': ['localhost'],
-                                      'timeout_sec': 3 if how == 'timeout' else 60}, ex.config))
+                                      'timeout_sec': 2 if how == 'timeout' else 60}, ex.config))
         pids = [read_pid(tmp_path / 'setsid.pid'), read_pid(tmp_path / 'fork.pid')]
         assert all(pid_alive(pid) for pid in pids)
         cgroup = ex.store.get_job(job_id)['cgroup']
@@ -48,7 +48,7 @@ def test_setsid_and_double_fork_children_die_on_timeout_and_cancel(tmp_path, tre
         if how == 'cancel':
             assert ex.cancel(job_id)
         job = ex.wait(job_id, timeout=20)
-        expected = ('failed', 'timed out after 3 s') if how == 'timeout' else ('cancelled', 'cancelled by request')
+        expected = ('failed', 'timed out after 2 s') if how == 'timeout' else ('cancelled', 'cancelled by request')
         assert (job['status'], job['reason']) == expected
         assert job['attempt_list'][-1]['finished'] is not None
         assert [pid for pid in pids if pid_alive(pid)] == []
