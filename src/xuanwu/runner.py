@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import FINAL_STATES, commands, proctree
+from .batch import write_summary
 from .config import Config
 from .secure import (job_environment, private_dir, redact_helpers, redact_spec, redact_vars, secret_vars,
                      write_private)
@@ -654,7 +655,6 @@ class Executor:
 
     # batches
     def _end_batches(self) -> None:
-        from .batch import write_summary     # batch imports this module
         for batch in self.store.open_batches():
             if not (self.serve_all or batch['id'] in self._scope_batches):
                 continue
