@@ -72,11 +72,17 @@ def join_cgroup(folder: str | None) -> bool:
 
 
 def remove_cgroup(folder: str | None) -> None:
-    if folder:
+    """Remove an attempt's cgroup folder once its last process is gone (waits up to a second for that)."""
+    if not folder:
+        return
+    for dummy in range(20):
         try:
             os.rmdir(folder)
-        except OSError:
-            pass
+            return
+        except FileNotFoundError:
+            return
+        except OSError:     # still populated: a process of it is exiting
+            time.sleep(POLL)
 
 
 def _cgroup_pids(folder: str) -> set:

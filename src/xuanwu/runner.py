@@ -379,6 +379,14 @@ class Executor:
         private_dir(adir)
         params = self._attempt_params(job_id, n, spec, adir)
         cgroup = proctree.make_cgroup('xuanwu-%s' % job['mark'])
+        try:
+            self._start_attempt(job, spec, n, adir, params, cgroup)
+        except BaseException:
+            proctree.remove_cgroup(cgroup)
+            raise
+
+    def _start_attempt(self, job: dict, spec: JobSpec, n: int, adir: Path, params: dict, cgroup) -> None:
+        job_id = job['id']
         params['cgroup'] = cgroup
         write_private(adir / 'attempt.json', json.dumps(params, indent=2))
         extra = {'PYTHONPATH': os.pathsep.join(filter(None, [SRC, os.environ.get('PYTHONPATH')])),
