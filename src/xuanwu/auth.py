@@ -1,8 +1,8 @@
 """The service's API token: where it is read from, how it is checked.
 
-The token is a shared secret. It is read once at start-up from a file that only its owner may read
-(mode 0600 or stricter) or from ``XUANWU_API_TOKEN``; it is compared in constant time and never
-logged, echoed or put into an error message.
+The token is a shared secret. It is read once at start-up from a file of the service's user that only
+this user may read (mode 0600 or stricter) or from ``XUANWU_API_TOKEN``; it is compared in constant time
+and never logged, echoed or put into an error message.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class TokenError(Exception):
 
 
 def read_token_file(path: str) -> str:
-    """The token in ``path``; refused when group or others may read or write the file."""
+    """The token in ``path``; refused when the file is another user's, or group or others may read or write it."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
     except FileNotFoundError:
@@ -32,6 +32,10 @@ def read_token_file(path: str) -> str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise TokenError('token file %s is not a regular file' % path)
+        if info.st_uid != os.geteuid():
+            raise TokenError('token file %s is owned by uid %d, not by this user (uid %d): another user chose its '
+                             'content; fix: make a new one with xuanwu token --output FILE'
+                             % (path, info.st_uid, os.geteuid()))
         if info.st_mode & 0o077:
             raise TokenError('token file %s has mode %04o: group and others must have no access to it; fix: chmod 600 %s'
                              % (path, stat.S_IMODE(info.st_mode), path))

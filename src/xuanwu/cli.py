@@ -130,8 +130,9 @@ def describe_job(job: dict) -> str:
 
 
 def _executor(config: Config, store: Store, concurrency=None):
+    """A scheduler for this command's own jobs and batches (and those of a command that died on them)."""
     from .runner import Executor  # noqa: the runner is only needed by the commands that run jobs
-    return Executor(config, store, concurrency)
+    return Executor(config, store, concurrency, serve_all=False)
 
 
 def follow(job_id: str, wait, cancel, where: str = '') -> dict:
@@ -148,8 +149,9 @@ def follow(job_id: str, wait, cancel, where: str = '') -> dict:
 def cmd_run(args, config: Config) -> int:
     spec = parse_job(_job_data(args), config)
     store = open_store(config)
-    executor = _executor(config, store, 1)
+    executor = _executor(config, store)
     job = follow(executor.submit(spec), executor.wait, executor.cancel)
+    executor.shutdown()
     _emit(args, job, describe_job(job))
     return EXIT.get(job['status'], 1)
 
@@ -159,12 +161,17 @@ def cmd_batch(args, config: Config) -> int:
     data = _load_file(args.file)
     spec = parse_batch(data, config, base_dir=os.path.dirname(os.path.abspath(args.file)))
     store = open_store(config)
-    executor = _executor(config, store, spec.max_concurrency)
+    # every running job of the store counts against the limit: the batch's own limit is kept by the store
+    executor = _executor(config, store, max(config.max_concurrency, spec.max_concurrency))
+    resumed = store.find_open_batch(spec.output_dir)
+    if resumed is not None:
+        print('xuanwu batch: resuming batch %s (unfinished, writing to %s)' % (resumed['id'], spec.output_dir),
+              file=sys.stderr)
     cancel, done, result = threading.Event(), threading.Event(), {}
 
     def body():
         try:
-            result['summary'] = run_batch(spec, executor, cancel=cancel)
+            result['summary'] = run_batch(spec, executor, batch_id=resumed and resumed['id'], cancel=cancel)
         finally:
             done.set()
     threading.Thread(target=body, daemon=True).start()
@@ -178,6 +185,7 @@ def cmd_batch(args, config: Config) -> int:
         cancel.set()
         while not done.wait(0.5):
             pass
+    executor.shutdown()
     if 'summary' not in result:
         raise RuntimeError('the batch ended without a summary (see the error above)')
     summary = result['summary']
@@ -222,11 +230,18 @@ def cmd_show(args, config: Config) -> int:
 
 def cmd_cancel(args, config: Config) -> int:
     store = open_store(config)
+    if args.job_id.startswith('b-'):
+        batch = store.get_batch(args.job_id)
+        if batch is None:
+            raise BadInput('no batch %s in %s' % (args.job_id, store.path))
+        cancelled = _executor(config, store).cancel_batch(args.job_id)
+        print('batch %s: %s' % (args.job_id, 'cancelled' if cancelled else 'already %s' % batch['status']))
+        return 0 if cancelled else 1
     job = _job(store, args.job_id)
     if job['status'] in FINAL_STATES:
         print('job %s is already %s; nothing to cancel' % (job['id'], job['status']))
         return 1
-    cancelled = _executor(config, store, 1).cancel(args.job_id)
+    cancelled = _executor(config, store).cancel(args.job_id)
     print('job %s: %s' % (args.job_id, 'cancelled' if cancelled else 'could not be cancelled (it just ended)'))
     return 0 if cancelled else 1
 
@@ -241,13 +256,20 @@ def cmd_diff(args, config: Config) -> int:
 
 def cmd_token(args, config: Config) -> int:
     path = Path(args.output)
-    if path.exists() and not args.force:
+    if os.path.lexists(path) and not args.force:
         raise BadInput('%s exists; pass --force to replace it' % path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if args.force and os.path.lexists(path):
+        if not os.path.isfile(path) or os.path.islink(path) or os.lstat(path).st_uid != os.geteuid():
+            raise BadInput('%s is not a regular file of this user; not replaced' % path)
+        os.unlink(path)    # a new file, never one opened through a link or owned by another user
+    try:
+        fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        raise BadInput('%s appeared while the token was made; not replaced' % path) from None
     with os.fdopen(fd, 'w') as handle:
+        os.fchmod(handle.fileno(), 0o600)
         handle.write(secrets.token_urlsafe(32) + '\n')
-    os.chmod(str(path), 0o600)
     print('a new token is in %s (mode 0600); give it to clients as "Authorization: Bearer <token>"' % path)
     return 0
 
@@ -302,8 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument('--json', action='store_true')
     show.set_defaults(func=cmd_show)
 
-    cancel = sub.add_parser('cancel', help='cancel a queued or running job (kills its process tree)')
-    cancel.add_argument('job_id')
+    cancel = sub.add_parser('cancel', help='cancel a queued or running job (kills its process tree), or a batch '
+                                           '(b-...: its tasks not started never start, running ones are cancelled)')
+    cancel.add_argument('job_id', help='a job id (j-...) or a batch id (b-...)')
     cancel.set_defaults(func=cmd_cancel)
 
     diff = sub.add_parser('diff', help='differences between two run records (RUN_A RUN_B [--json] '
@@ -334,6 +357,7 @@ def main(argv=None) -> int:
     if getattr(args, 'server', None):
         from .client import main_remote
         return main_remote(args, sys.modules[__name__])
+    umask = os.umask(0o077)    # the store, job folders, batch outputs and tokens are the user's only
     try:
         config = Config.load(args.config, data_dir=args.data_dir)
         return args.func(args, config)
@@ -342,6 +366,8 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    finally:
+        os.umask(umask)
 
 
 if __name__ == '__main__':

@@ -102,6 +102,12 @@ class Config:
             raise ConfigError('retry_backoff_sec: must be a number >= 0, got %r' % (self.retry_backoff_sec,))
         if self.ssh_config_file is not None and not os.path.isfile(str(self.ssh_config_file)):
             raise ConfigError('ssh_config_file: %s is not a file' % (self.ssh_config_file,))
+        if self.webhook_url is not None:
+            from .webhooks import check_url
+            try:
+                check_url(str(self.webhook_url))
+            except ValueError as exc:
+                raise ConfigError('webhook_url: %s' % exc) from None
         for name, path in self.playbooks.items():
             if not isinstance(name, str) or not isinstance(path, str) or not name:
                 raise ConfigError('playbooks: each entry maps a name to a playbook file, got %r: %r' % (name, path))
@@ -142,6 +148,8 @@ class Config:
         if 'playbooks' in data and not isinstance(data['playbooks'], dict):
             raise ConfigError('playbooks: must be a mapping of name to playbook file')
         try:
-            return cls(**data)
+            config = cls(**data)
         except TypeError as exc:
             raise ConfigError('%s: %s' % (path, exc)) from None
+        config.source_path = path   # xuanwu serve checks the file's owner and mode when it holds a secret
+        return config

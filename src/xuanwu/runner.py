@@ -1,18 +1,27 @@
 """Runs jobs: playbooks through ansible-runner, commands through Slurm, SSH or locally. Each attempt is
-one process (``xuanwu._attempt``) in its own session, so that a timeout or a cancel kills its whole tree.
+one process (``xuanwu._attempt``) in its own session and, where cgroup v2 allows it, its own cgroup, so
+that a timeout or a cancel kills its whole tree (xuanwu.proctree).
+
+The scheduler is durable: the queue, the limits, the batches and the retries live in the store. An
+``Executor`` runs one scheduler thread that starts queued jobs while fewer than ``max_concurrency`` jobs
+of the store run (whoever runs them; a batch also has its own limit), watches its attempts, and takes
+over the jobs and batches of a scheduler process that died (``owner``: pid and start time): a job whose
+attempt process still runs is watched again, any other has its whole tree stopped before it is
+failed or retried. Every such move is one conditional UPDATE of the store, so exactly one process
+makes it.
 
 Layout of a job: ``<data_dir>/jobs/<job_id>/attempt-<n>/`` holds ``attempt.json`` (what runs),
 ``job.json`` (task id, nodes, timestamps, result, full error), ``output.log`` (the attempt process),
-``exit.json`` (its result), ansible-runner's ``artifacts/<job_id>-<n>/`` (events, stdout, rc, status) and
-``reports/`` (the run report of the collection's playbooks).
+``exit.json`` (its result), ansible-runner's ``env/extravars`` and ``artifacts/<job_id>-<n>/`` (events,
+stdout, rc, status) and ``reports/`` (the run report of the collection's playbooks); all of it only for
+the service's user (folders 0700, files 0600).
 """
 from __future__ import annotations
 
 import json
 import os
-import queue
+import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -21,17 +30,21 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from . import FINAL_STATES, commands
+from . import FINAL_STATES, commands, proctree
+from .batch import write_summary
 from .config import Config
-from .spec import JobSpec
-from .store import Store
+from .secure import (job_environment, private_dir, redact_helpers, redact_spec, redact_vars, secret_vars,
+                     write_private)
+from .spec import BatchSpec, JobSpec
+from .store import Store, new_id
 
 PERMANENT, TRANSIENT = 'permanent', 'transient'
-# ansible-playbook's exit codes (TaskQueueManager): 2 a host failed (validate.yml's verdict), 4 a host was
-# unreachable, 1 an error, 5 bad options, 99 interrupted, 250 unexpected. Only unreachable hosts are transient.
-TRANSIENT_RC = {3, 4}
 SRC = str(Path(__file__).resolve().parent.parent)
 POLL = 0.1
+ADOPT_EVERY = 1.0
+SECRET_VARS = 'secret-vars.json'
+# Schedulers of this process that run (their owner ids); a shut-down one is dead for the others.
+_LIVE_OWNERS: set = set()
 
 
 def proc_start_time(pid: int) -> str | None:
@@ -52,6 +65,20 @@ def alive(pid, start) -> bool:
     return bool(pid) and start is not None and proc_start_time(int(pid)) == start
 
 
+def owner_alive(owner: str | None) -> bool:
+    """Whether the scheduler ``owner`` (``pid:start:nonce``) still runs."""
+    if not owner:
+        return False
+    try:
+        pid, start, dummy = owner.split(':', 2)
+        pid = int(pid)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return owner in _LIVE_OWNERS
+    return alive(pid, start)
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -62,54 +89,51 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def kill_group(pgid: int, grace: float, proc=None) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after ``grace`` seconds. ``proc``: the group
-    leader when it is our child, reaped while waiting (a zombie leader would keep the group alive)."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if proc is not None:
-            proc.poll()
-        if not group_alive(pgid):
-            return
-        time.sleep(POLL)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 class _Attempt:
-    """A running attempt: ours (``proc``) or one re-attached after a restart (``pid`` only)."""
+    """A running attempt: ours (``proc``) or one re-attached after its scheduler died (``pid`` only)."""
 
-    def __init__(self, job_id, n, adir, pid, start, proc=None, deadline=None, mode=None):
-        self.job_id, self.n, self.adir, self.pid, self.start = job_id, n, Path(adir), pid, start
-        self.proc, self.deadline, self.mode = proc, deadline, mode
-        self.timed_out = False
-        self.cancelled = False
-        self.kill = threading.Event()
+    def __init__(self, job: dict, spec: JobSpec, n: int, adir, pid, start, proc=None, deadline=None, mode=None,
+                 record=None):
+        self.job_id, self.spec, self.n, self.adir = job['id'], spec, n, Path(adir)
+        self.batch_id, self.max_attempts = job.get('batch_id'), int(job.get('max_attempts') or 1)
+        self.pid, self.start, self.proc, self.deadline, self.mode = pid, start, proc, deadline, mode
+        self.mark, self.cgroup = job.get('mark') or '%s-%d' % (job['id'], n), job.get('cgroup')
+        self.record = record or {'job_id': job['id'], 'attempt': n}
+        self.timed_out = self.cancelled = self.unreachable = False
+        self.stopping = None
+        self.seen: set = set()
+        self.secrets: list | None = None    # values of its secret extra_vars, masked in what is shown
 
     def poll(self):
         if self.proc is not None:
             return self.proc.poll()
         return None if alive(self.pid, self.start) else -1
 
+    def reap(self):
+        if self.proc is not None:
+            self.proc.poll()
+
 
 class Executor:
-    def __init__(self, config: Config, store: Store, max_concurrency: int | None = None):
+    def __init__(self, config: Config, store: Store, max_concurrency: int | None = None, serve_all: bool = True):
+        """``serve_all``: run and take over every job of the store (the service); else only the jobs and
+        batches this executor submitted or resumed (the command line)."""
         self.config = config
         self.store = store
         self.max_concurrency = int(max_concurrency or config.max_concurrency)
+        self.serve_all = serve_all
+        self.owner = '%d:%s:%s' % (os.getpid(), proc_start_time(os.getpid()), secrets.token_hex(4))
+        _LIVE_OWNERS.add(self.owner)
         self._callbacks = []
-        self._queue = queue.Queue()
-        self._workers = []
-        self._running = {}
+        self._running: dict = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._watchers = []
+        self._wake = threading.Event()
+        self._thread = None
+        self._scope_jobs: set = set()
+        self._scope_batches: set = set()
+        self._last_adopt = 0.0
+        self._last_batches = 0.0
 
     # events
     def on_event(self, callback: Callable[[str, dict], None]) -> None:
@@ -127,36 +151,73 @@ class Executor:
         self._emit(job_id, dict(type='state', status=status, time=time.time(), **extra))
 
     # submission
-    def _ensure_workers(self) -> None:
+    def _ensure_loop(self) -> None:
         with self._lock:
-            while len(self._workers) < self.max_concurrency:
-                worker = threading.Thread(target=self._work, name='xuanwu-worker-%d' % len(self._workers),
-                                          daemon=True)
-                worker.start()
-                self._workers.append(worker)
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._loop, name='xuanwu-scheduler', daemon=True)
+                self._thread.start()
+        self._wake.set()
 
-    def submit(self, spec: JobSpec, batch_id=None, task_id=None, max_attempts: int = 1) -> str:
-        """Queue ``spec``; returns its job id at once. ``max_attempts`` > 1 retries transient failures."""
-        job_id = self.store.create_job(spec.to_dict(), spec.kind, spec.name, batch_id=batch_id, task_id=task_id,
-                                       max_attempts=max(1, int(max_attempts)))
+    def _stored_spec(self, job_id: str, spec: JobSpec) -> dict:
+        """The spec as the store keeps it: secret-looking extra_vars go to a 0600 file of the job's folder,
+        the store holds them masked."""
+        data = spec.to_dict()
+        hidden = secret_vars(spec.extra_vars)
+        if hidden:
+            folder = private_dir(Path(self.config.data_dir) / 'jobs' / job_id)
+            private_dir(Path(self.config.data_dir) / 'jobs')
+            write_private(folder / SECRET_VARS, json.dumps(hidden))
+            data['extra_vars'] = redact_vars(spec.extra_vars)
+        return data
+
+    def submit(self, spec: JobSpec, batch_id=None, task_id=None, max_attempts: int | None = None) -> str:
+        """Queue ``spec``; returns its job id at once. ``max_attempts`` (default: the spec's retry_count + 1)
+        > 1 retries transient failures."""
+        if max_attempts is None:
+            max_attempts = int(getattr(spec, 'retry_count', 0) or 0) + 1
+        job_id = new_id('j')
+        self.store.create_job(self._stored_spec(job_id, spec), spec.kind, spec.name, batch_id=batch_id,
+                              task_id=task_id, max_attempts=max(1, int(max_attempts)), job_id=job_id)
+        self._scope_jobs.add(job_id)
         self._state(job_id, 'queued')
-        self._ensure_workers()
-        self._queue.put(job_id)
+        self._ensure_loop()
         return job_id
+
+    def submit_batch(self, batch_spec: BatchSpec) -> str:
+        """Store a batch and all its tasks as queued jobs (one transaction); its id. The scheduler runs them."""
+        out = private_dir(batch_spec.output_dir)
+        jobs = []
+        for task in batch_spec.tasks:
+            job_id = new_id('j')
+            private_dir(out / task.task_id)
+            jobs.append({'job_id': job_id, 'kind': task.job.kind, 'name': task.job.name,
+                         'spec': self._stored_spec(job_id, task.job), 'task_id': task.task_id,
+                         'max_attempts': batch_spec.retry_count + 1})
+        stored = batch_spec.to_dict()
+        stored['tasks'] = [{'task_id': t.task_id, 'job': redact_spec(t.job.to_dict())} for t in batch_spec.tasks]
+        batch_id = self.store.create_batch(stored, batch_spec.name, output_dir=str(out),
+                                           max_concurrency=batch_spec.max_concurrency, jobs=jobs)
+        self._scope_batches.add(batch_id)
+        self._ensure_loop()
+        return batch_id
+
+    def resume_batch(self, batch_id: str) -> None:
+        """Take up an unfinished batch (the command line run again on its file)."""
+        self._scope_batches.add(batch_id)
+        self._last_adopt = 0.0
+        self._ensure_loop()
 
     def run(self, spec: JobSpec) -> dict:
         """Run ``spec`` and wait for its end; returns the job record."""
         return self.wait(self.submit(spec))
 
     def wait(self, job_id: str, timeout: float | None = None) -> dict:
-        """The job record once the job is final (and its last attempt recorded: a cancelled job's attempt is
-        closed by its watcher a moment later), or as it is when ``timeout`` seconds passed."""
+        """The job record once the job is final (and its last attempt recorded), or as it is when ``timeout``
+        seconds passed."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             job = self.store.get_job(job_id)
-            if job is None:
-                return job
-            if self.settled(job):
+            if job is None or self.settled(job):
                 return job
             if deadline is not None and time.monotonic() >= deadline:
                 return job
@@ -171,93 +232,126 @@ class Executor:
         return not open_attempts or time.time() > job['finished'] + self.config.cancel_grace_sec + 5
 
     def shutdown(self, wait: bool = True) -> None:
-        """Stop taking queued jobs; running attempts go on (a restarted executor re-attaches to them)."""
+        """Stop the scheduler; running attempts go on (the next scheduler on the store takes them over)."""
         self._stop.set()
-        for stop in [None] * len(self._workers):     # one end mark per worker
-            self._queue.put(stop)
-        if wait:
-            for worker in self._workers:
-                worker.join()
+        self._wake.set()
+        _LIVE_OWNERS.discard(self.owner)
+        if wait and self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(30)
+
+    def running_count(self) -> int:
+        with self._lock:
+            return len(self._running)
 
     # cancel
-    def cancel(self, job_id: str) -> bool:
-        """Cancel a queued or running job (also one that another process runs); False if it is final/unknown."""
+    def cancel(self, job_id: str, reason: str = 'cancelled by request') -> bool:
+        """Cancel a queued or running job (also one that another process runs, or ran before it died); False
+        if it is final or unknown, or it turns out to have ended already (its result is recorded then)."""
         job = self.store.get_job(job_id, with_attempts=False)
         if job is None or job['status'] in FINAL_STATES:
             return False
-        if not self.store.finish_job(job_id, 'cancelled', reason='cancelled by request'):
+        orphan = job['status'] == 'running' and job.get('owner') != self.owner and not owner_alive(job.get('owner'))
+        if orphan and self._settle_ended_orphan(job):
             return False
-        self._state(job_id, 'cancelled', reason='cancelled by request')
-        with self._lock:
-            att = self._running.get(job_id)
-        if att is not None:
-            att.cancelled = True
-            att.kill.set()
-            return True
-        if job['status'] == 'running' and job.get('pgid') and alive(job.get('pid'), job.get('pid_start')):
-            self._kill(job_id, job['kind'], int(job['pgid']), (job.get('info') or {}).get('mode'))
+        if not self.store.finish_job(job_id, 'cancelled', reason=reason):
+            return False
+        self._state(job_id, 'cancelled', reason=reason)
+        self._wake.set()
+        if orphan:
+            # nobody watches it: stop its tree here, and close its attempt
+            self._stop_tree(job, self.config.cancel_grace_sec)
+            self.store.finish_attempt(job_id, int(job['attempts'] or 0), None, 'cancelled', None, reason)
         return True
 
-    def _kill(self, job_id: str, kind: str, pgid: int, mode, proc=None) -> None:
-        if kind == 'command' and mode == 'slurm':
-            commands.cancel_slurm(job_id)
-        kill_group(pgid, self.config.cancel_grace_sec, proc)
+    def _settle_ended_orphan(self, job: dict) -> bool:
+        """A running job whose scheduler died and whose attempt ended meanwhile: record the result (when it is
+        final: succeeded, or failed with no retry left or permanently). True when the job is final now."""
+        adir = self._adir(job['id'], int(job['attempts'] or 0))
+        if not (adir / 'exit.json').is_file():
+            return False
+        deadline = time.monotonic() + 5     # it wrote its result and is exiting
+        while alive(job.get('pid'), job.get('pid_start')) and time.monotonic() < deadline:
+            time.sleep(POLL)
+        if not self.store.adopt_job(job['id'], job.get('owner'), self.owner):
+            return True     # another process took it over
+        att = self._attempt_of(job)
+        self._stop_and_finish(att, 0)
+        current = self.store.get_job(job['id'], with_attempts=False)
+        return current['status'] in FINAL_STATES
 
-    # workers
-    def _work(self) -> None:
+    def cancel_batch(self, batch_id: str, reason: str = 'the batch was cancelled') -> bool:
+        """No task of the batch starts any more, running ones are cancelled (their trees killed); False if the
+        batch is unknown or final."""
+        batch = self.store.get_batch(batch_id)
+        if batch is None or batch['status'] not in ('running', 'cancelling'):
+            return False
+        self.store.mark_batch_cancelled(batch_id)
+        for job_id in self.store.cancel_queued(batch_id, reason + ' before this task started'):
+            self._state(job_id, 'cancelled', reason=reason)
+        for job in self.store.list_jobs(status='running', batch_id=batch_id, limit=1000000):
+            self.cancel(job['id'], reason=reason)
+        self._wake.set()
+        return True
+
+    # the scheduler
+    def _in_scope(self, job: dict) -> bool:
+        return self.serve_all or job['id'] in self._scope_jobs or job.get('batch_id') in self._scope_batches
+
+    def _loop(self) -> None:
         while not self._stop.is_set():
-            job_id = self._queue.get()
-            if job_id is None:
-                return
             try:
-                self._execute(job_id)
-            except Exception:   # a bug must not leave the job running forever: fail it with the stack
-                error = traceback.format_exc()
-                if self.store.finish_job(job_id, 'failed', reason='internal error of the executor',
-                                         error_class=PERMANENT, error=error):
-                    self._state(job_id, 'failed', reason='internal error of the executor')
+                self._tick()
+            except Exception:   # the scheduler goes on; the store holds the truth
+                traceback.print_exc()
+            self._wake.wait(POLL)
+            self._wake.clear()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self._watch_all()
+        if now - self._last_adopt >= ADOPT_EVERY:
+            self._last_adopt = now
+            self._adopt_orphans({'reattached': [], 'ended': [], 'failed': [], 'requeued': []})
+        self._start_queued()
+        if now - self._last_batches >= 0.3:
+            self._last_batches = now
+            self._end_batches()
+
+    def _start_queued(self) -> None:
+        if self.serve_all:
+            filters = [{}]
+        else:
+            filters = [{'job_id': j} for j in list(self._scope_jobs)] + \
+                      [{'batch_id': b} for b in list(self._scope_batches)]
+        for where in filters:
+            while not self._stop.is_set():
+                job = self.store.claim_next(self.owner, self.max_concurrency, **where)
+                if job is None:
+                    break
+                self._state(job['id'], 'running', attempt=job['attempts'])
+                try:
+                    self._launch(job)
+                except Exception:   # the attempt could not start: a transient failure of the launcher
+                    self._launch_failed(job, traceback.format_exc())
+
+    def _launch_failed(self, job: dict, error: str) -> None:
+        n = int(job['attempts'])
+        proctree.kill_tree(None, job['mark'], None, 0)     # whatever did start of it
+        with self._lock:
+            self._running.pop(job['id'], None)
+        self.store.add_attempt_if_missing(job['id'], n, str(self._adir(job['id'], n)))
+        reason = 'the attempt could not be started: %s' % error.strip().splitlines()[-1]
+        self.store.finish_attempt(job['id'], n, None, 'failed', TRANSIENT, error)
+        self._after_attempt(job['id'], n, int(job['max_attempts']),
+                            {'status': 'failed', 'error_class': TRANSIENT, 'reason': reason, 'rc': None,
+                             'error': error})
+
+    def _adir(self, job_id: str, n: int) -> Path:
+        return Path(self.config.data_dir) / 'jobs' / job_id / ('attempt-%d' % n)
 
     def backoff(self, n: int) -> float:
         """Seconds before attempt ``n`` (n >= 2): retry_backoff_sec * 2^(n-2)."""
         return self.config.retry_backoff_sec * (2 ** (n - 2))
-
-    def _execute(self, job_id: str) -> None:
-        job = self.store.get_job(job_id, with_attempts=False)
-        if job is None or job['status'] in FINAL_STATES:
-            return
-        spec = JobSpec.from_dict(job['spec'])
-        if not self.store.claim_job(job_id, started=job.get('started') or time.time()):
-            return      # cancelled meanwhile, or another executor of the store took it
-        self._state(job_id, 'running')
-        result = None
-        for n in range(int(job['attempts'] or 0) + 1, int(job['max_attempts']) + 1):
-            if n > 1:
-                delay = self.backoff(n)
-                self._state(job_id, 'retrying', attempt=n, delay_sec=delay, previous=result)
-                if self._sleep_unless_final(job_id, delay):
-                    return
-            if self.store.get_job(job_id, with_attempts=False)['status'] in FINAL_STATES:
-                return
-            result = self._attempt(job_id, n, spec, job)
-            if result['status'] != 'failed' or result['error_class'] != TRANSIENT:
-                break
-        self._finish(job_id, result)
-
-    def _sleep_unless_final(self, job_id: str, delay: float) -> bool:
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline:
-            if self.store.get_job(job_id, with_attempts=False)['status'] in FINAL_STATES:
-                return True
-            time.sleep(min(POLL * 2, max(0.0, deadline - time.monotonic())))
-        return False
-
-    def _finish(self, job_id: str, result: dict) -> None:
-        if result['status'] == 'cancelled':
-            return      # cancel() made the job final already
-        fields = dict(rc=result['rc'], reason=result['reason'], error_class=result['error_class'],
-                      error=result['error'])
-        if self.store.finish_job(job_id, result['status'], **fields):
-            self._state(job_id, result['status'], reason=result['reason'], error_class=result['error_class'])
 
     # one attempt
     def _attempt_params(self, job_id: str, n: int, spec: JobSpec, adir: Path) -> dict:
@@ -265,28 +359,46 @@ class Executor:
         if spec.kind == 'playbook':
             extravars = dict(spec.extra_vars)
             extravars.setdefault('xuanwu_reports_dir', str(adir / 'reports'))
+            hidden = Path(self.config.data_dir) / 'jobs' / job_id / SECRET_VARS
+            # the secret values stay in their own file; the attempt merges them into env/extravars
             params.update(project_dir=str(self.config.project_root), playbook=spec.playbook_path,
                           inventory=spec.inventory, limit=spec.limit, ident='%s-%d' % (job_id, n),
-                          extravars=extravars,
-                          envvars=dict(spec.env, ANSIBLE_CONFIG=str(self.config.project_root / 'ansible.cfg')))
+                          extravars=extravars, secret_vars_file=str(hidden) if hidden.is_file() else None)
         else:
-            params.update(command=spec.command, nodes=spec.nodes,
+            params.update(command=spec.command, argv=spec.argv, nodes=spec.nodes, cwd=spec.cwd,
                           mode=commands.pick_mode(self.config.scheduler, spec.nodes),
                           ssh_config_file=self.config.ssh_config_file and str(self.config.ssh_config_file))
         return params
 
-    def _attempt(self, job_id: str, n: int, spec: JobSpec, job: dict) -> dict:
-        adir = Path(self.config.data_dir) / 'jobs' / job_id / ('attempt-%d' % n)
-        adir.mkdir(parents=True, exist_ok=True)
+    def _launch(self, job: dict) -> None:
+        job_id, n = job['id'], int(job['attempts'])
+        spec = JobSpec.from_dict(job['spec'])
+        adir = self._adir(job_id, n)
+        private_dir(adir.parent.parent)
+        private_dir(adir.parent)
+        private_dir(adir)
         params = self._attempt_params(job_id, n, spec, adir)
-        (adir / 'attempt.json').write_text(json.dumps(params, indent=2), encoding='utf-8')
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get('PYTHONPATH')])))
+        cgroup = proctree.make_cgroup('xuanwu-%s' % job['mark'])
+        try:
+            self._start_attempt(job, spec, n, adir, params, cgroup)
+        except BaseException:
+            proctree.remove_cgroup(cgroup)
+            raise
+
+    def _start_attempt(self, job: dict, spec: JobSpec, n: int, adir: Path, params: dict, cgroup) -> None:
+        job_id = job['id']
+        params['cgroup'] = cgroup
+        write_private(adir / 'attempt.json', json.dumps(params, indent=2))
+        extra = {'PYTHONPATH': os.pathsep.join(filter(None, [SRC, os.environ.get('PYTHONPATH')])),
+                 proctree.MARK_ENV: job['mark']}
+        if spec.kind == 'playbook':
+            extra['ANSIBLE_CONFIG'] = str(self.config.project_root / 'ansible.cfg')
+        env = job_environment(spec.env, extra)
         if not shutil.which('ansible-playbook', path=env.get('PATH')):
             # the controller's ansible next to this Python (a venv that is not activated)
             env['PATH'] = os.pathsep.join(filter(None, [os.path.dirname(sys.executable), env.get('PATH')]))
-        env.update(spec.env)
         started = time.time()
-        self.store.add_attempt(job_id, n, artifact_dir=str(adir), started=started)
+        self.store.add_attempt_if_missing(job_id, n, str(adir), started)
         record = {'job_id': job_id, 'name': spec.name, 'task_id': job.get('task_id'),
                   'batch_id': job.get('batch_id'), 'attempt': n, 'kind': spec.kind,
                   'nodes': spec.nodes if spec.kind == 'command' else {'inventory': spec.inventory,
@@ -294,97 +406,144 @@ class Executor:
                   'mode': params.get('mode'), 'started': started, 'timeout_sec': spec.timeout_sec,
                   'controller': os.uname().nodename}
         self._write_record(adir, record)
-        with open(adir / 'output.log', 'ab') as log:
+        log = os.open(str(adir / 'output.log'), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
             proc = subprocess.Popen([sys.executable, '-m', 'xuanwu._attempt', str(adir)], stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(adir), env=env,
                                     start_new_session=True)
+        finally:
+            os.close(log)
         start = proc_start_time(proc.pid)
         info = {'mode': params.get('mode'), 'attempt_dir': str(adir)}
         self.store.update_job(job_id, pid=proc.pid, pgid=proc.pid, pid_start=start, artifact_dir=str(adir),
-                              attempts=n, info=info)
-        att = _Attempt(job_id, n, adir, proc.pid, start, proc=proc, deadline=started + spec.timeout_sec,
-                       mode=params.get('mode'))
-        self._state(job_id, 'attempt_started', attempt=n, pid=proc.pid, artifact_dir=str(adir))
-        return self._watch(att, spec, record)
-
-    def _watch(self, att: _Attempt, spec: JobSpec, record: dict) -> dict:
+                              info=info, cgroup=cgroup)
+        job = dict(job, cgroup=cgroup)
+        att = _Attempt(job, spec, n, adir, proc.pid, start, proc=proc, deadline=started + spec.timeout_sec,
+                       mode=params.get('mode'), record=record)
         with self._lock:
-            self._running[att.job_id] = att
-        seen = set()
-        rounds = 0
+            self._running[job_id] = att
+        self._state(job_id, 'attempt_started', attempt=n, pid=proc.pid, artifact_dir=str(adir))
+
+    def _watch_all(self) -> None:
+        with self._lock:
+            attempts = [a for a in self._running.values() if a.stopping is None]
+        for att in attempts:
+            self._events(att)
+            job = self.store.get_job(att.job_id, with_attempts=False)
+            if job is None or job['status'] in FINAL_STATES:
+                att.cancelled = job is None or job['status'] == 'cancelled'
+                self._begin_stop(att, self.config.cancel_grace_sec)
+            elif att.poll() is not None:
+                self._begin_stop(att, 0)
+            elif att.deadline is not None and time.time() > att.deadline:
+                att.timed_out = True
+                self._begin_stop(att, self.config.cancel_grace_sec)
+
+    def _begin_stop(self, att: _Attempt, grace: float) -> None:
+        att.stopping = threading.Thread(target=self._stop_and_finish, args=(att, grace),
+                                        name='xuanwu-stop-%s' % att.job_id, daemon=True)
+        att.stopping.start()
+
+    def _stop_tree(self, job: dict, grace: float, proc=None) -> None:
+        if job.get('kind') == 'command' and (job.get('info') or {}).get('mode') == 'slurm':
+            commands.cancel_slurm(job['id'])
+        n = int(job.get('attempts') or 0)
+        proctree.kill_tree(job.get('pgid'), job.get('mark') or '%s-%d' % (job['id'], n), job.get('cgroup'), grace,
+                           reap=proc.poll if proc is not None else None)
+        proctree.remove_cgroup(job.get('cgroup'))
+
+    def _stop_and_finish(self, att: _Attempt, grace: float) -> None:
+        """Stop what is left of the attempt's tree (everything, when it timed out or was cancelled; background
+        children when it ended), record the attempt, then retry it or finish the job."""
         try:
-            while att.poll() is None:
-                self._events(att, seen)
-                rounds += 1
-                if rounds % 10 == 1 and self._cancelled_elsewhere(att):
-                    att.kill.set()  # a cancel that came before the process was recorded, or from elsewhere
-                if att.kill.is_set():
-                    break
-                if att.deadline is not None and time.time() > att.deadline:
-                    att.timed_out = True
-                    break
-                att.kill.wait(POLL)
-            if att.timed_out or att.kill.is_set():
-                self._kill(att.job_id, spec.kind, att.pid, att.mode, att.proc)
-            elif att.proc is None:
-                pass
-            # whatever the attempt left in its group (a background child) goes with it
-            try:
-                os.killpg(att.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            if (att.timed_out or att.cancelled) and att.spec.kind == 'command' and att.mode == 'slurm':
+                commands.cancel_slurm(att.job_id)
+            proctree.kill_tree(att.pid, att.mark, att.cgroup, grace, reap=att.reap)
+            proctree.remove_cgroup(att.cgroup)
             if att.proc is not None:
                 att.proc.wait()
-            self._events(att, seen)
+            self._events(att)
+            result = self._classify(att)
+            self.store.finish_attempt(att.job_id, att.n, result['rc'], result['status'], result['error_class'],
+                                      result['error'])
+            att.record.update(finished=time.time(), status=result['status'], rc=result['rc'],
+                              error_class=result['error_class'], reason=result['reason'], error=result['error'],
+                              report=result.get('report'), slurm_job_id=result.get('slurm_job_id'),
+                              ran_on=result.get('ran_on'))
+            self._write_record(att.adir, att.record)
+            if result.get('report') or result.get('slurm_job_id') or result.get('ran_on'):
+                job = self.store.get_job(att.job_id, with_attempts=False)
+                info = dict(job.get('info') or {})
+                info.update({k: result[k] for k in ('report', 'slurm_job_id', 'ran_on') if result.get(k)})
+                self.store.update_job(att.job_id, info=info)
+            self._state(att.job_id, 'attempt_finished', attempt=att.n, attempt_status=result['status'],
+                        rc=result['rc'], error_class=result['error_class'])
+            self._after_attempt(att.job_id, att.n, att.max_attempts, result)
+        except Exception:   # a bug must not leave the job running forever: fail it with the stack
+            error = traceback.format_exc()
+            if self.store.finish_job(att.job_id, 'failed', reason='internal error of the executor',
+                                     error_class=PERMANENT, error=error):
+                self._state(att.job_id, 'failed', reason='internal error of the executor')
         finally:
             with self._lock:
                 self._running.pop(att.job_id, None)
-        result = self._classify(att, spec)
-        self.store.finish_attempt(att.job_id, att.n, result['rc'], result['status'], result['error_class'],
-                                  result['error'])
-        record.update(finished=time.time(), status=result['status'], rc=result['rc'],
-                      error_class=result['error_class'], reason=result['reason'], error=result['error'],
-                      report=result.get('report'), slurm_job_id=result.get('slurm_job_id'),
-                      ran_on=result.get('ran_on'))
-        self._write_record(att.adir, record)
-        if result.get('report') or result.get('slurm_job_id') or result.get('ran_on'):
-            job = self.store.get_job(att.job_id, with_attempts=False)
-            info = dict(job.get('info') or {})
-            info.update({k: result[k] for k in ('report', 'slurm_job_id', 'ran_on') if result.get(k)})
-            self.store.update_job(att.job_id, info=info)
-        self._state(att.job_id, 'attempt_finished', attempt=att.n, attempt_status=result['status'],
-                    rc=result['rc'], error_class=result['error_class'])
-        return result
+            self._wake.set()
 
-    def _cancelled_elsewhere(self, att: _Attempt) -> bool:
-        if self.store.get_job(att.job_id, with_attempts=False)['status'] == 'cancelled':
-            att.cancelled = True
-        return att.cancelled
+    def _after_attempt(self, job_id: str, n: int, max_attempts: int, result: dict) -> None:
+        if result['status'] == 'cancelled':
+            return      # cancel() made the job final already
+        if result['status'] == 'failed' and result['error_class'] == TRANSIENT and n < max_attempts:
+            delay = self.backoff(n + 1)
+            if self.store.retry_later(job_id, self.owner, time.time() + delay):
+                self._state(job_id, 'retrying', attempt=n + 1, delay_sec=delay,
+                            previous={k: result.get(k) for k in ('rc', 'reason', 'error_class')})
+                return
+        fields = dict(rc=result['rc'], reason=result['reason'], error_class=result['error_class'],
+                      error=result['error'])
+        if self.store.finish_job(job_id, result['status'], **fields):
+            self._state(job_id, result['status'], reason=result['reason'], error_class=result['error_class'])
 
     @staticmethod
     def _write_record(adir: Path, record: dict) -> None:
-        tmp = adir / 'job.json.tmp'
-        tmp.write_text(json.dumps(record, indent=2, default=str), encoding='utf-8')
-        os.replace(tmp, adir / 'job.json')
+        shown = dict(record)
+        if isinstance(shown.get('spec'), dict):
+            shown['spec'] = redact_spec(shown['spec'])
+        write_private(adir / 'job.json', json.dumps(shown, indent=2, default=str))
 
-    def _events(self, att: _Attempt, seen: set) -> None:
+    def _events(self, att: _Attempt) -> None:
         folder = att.adir / 'artifacts' / ('%s-%d' % (att.job_id, att.n)) / 'job_events'
         try:
             names = os.listdir(folder)
         except OSError:
             return
-        fresh = [nm for nm in names if nm.endswith('.json') and not nm.endswith('-partial.json') and nm not in seen]
+        fresh = [nm for nm in names if nm.endswith('.json') and not nm.endswith('-partial.json')
+                 and nm not in att.seen]
         for name in sorted(fresh, key=lambda nm: int(nm.split('-', 1)[0]) if nm.split('-', 1)[0].isdigit() else 0):
             try:
                 event = json.loads((folder / name).read_text(encoding='utf-8'))
             except (OSError, ValueError):
                 continue    # still being written: read on the next round
-            seen.add(name)
+            att.seen.add(name)
+            if event.get('event') == 'runner_on_unreachable':
+                att.unreachable = True
+            event = redact_helpers.redact(event, self._secrets(att))
             self._emit(att.job_id, {'type': 'ansible', 'attempt': att.n, 'event': event.get('event'),
                                     'counter': event.get('counter'), 'stdout': event.get('stdout'),
                                     'host': (event.get('event_data') or {}).get('host'), 'data': event})
 
-    def _classify(self, att: _Attempt, spec: JobSpec) -> dict:
+    def _secrets(self, att: _Attempt) -> list:
+        """The values of the job's secret extra_vars (kept in its 0600 secret-vars.json)."""
+        if att.secrets is None:
+            path = Path(self.config.data_dir) / 'jobs' / att.job_id / SECRET_VARS
+            try:
+                values = json.loads(path.read_text(encoding='utf-8')).values()
+            except (OSError, ValueError):
+                values = ()
+            att.secrets = [json.dumps(v) if not isinstance(v, str) else v for v in values if v not in (None, '')]
+        return att.secrets
+
+    def _classify(self, att: _Attempt) -> dict:
+        spec = att.spec
         try:
             exit_info = json.loads((att.adir / 'exit.json').read_text(encoding='utf-8'))
         except (OSError, ValueError):
@@ -394,7 +553,8 @@ class Executor:
             rc = att.proc.returncode
         out = {'rc': rc, 'error': exit_info.get('error'), 'report': self._report(att.adir),
                'slurm_job_id': exit_info.get('slurm_job_id'), 'ran_on': exit_info.get('ran_on')}
-        if self._cancelled_elsewhere(att):     # e.g. by xuanwu cancel in another process, which killed the group
+        job = self.store.get_job(att.job_id, with_attempts=False)
+        if att.cancelled or (job is not None and job['status'] == 'cancelled'):
             out.update(status='cancelled', error_class=None, reason='cancelled by request')
         elif att.timed_out:
             out.update(status='failed', error_class=TRANSIENT, reason='timed out after %d s' % spec.timeout_sec)
@@ -403,19 +563,18 @@ class Executor:
         elif not exit_info:
             out.update(status='failed', error_class=TRANSIENT,
                        reason='the attempt process ended without a result (rc %s: killed?)' % rc)
+        elif exit_info.get('launch_error'):
+            out.update(status='failed', error_class=TRANSIENT,
+                       reason='the attempt could not start its %s' % ('command' if spec.kind == 'command'
+                                                                       else 'playbook run'))
         elif spec.kind == 'command':
-            transient = bool(exit_info.get('transient_hint'))
-            hint = ' (node or connection failure)' if transient else ''
-            out.update(status='failed', error_class=TRANSIENT if transient else PERMANENT,
-                       reason='the command exited with %s%s' % (rc, hint))
+            out.update(commands.classify(exit_info, spec.retry_on_exit_codes))
             out['error'] = out['error'] or exit_info.get('stderr_tail')
         else:
-            transient = rc in TRANSIENT_RC
-            what = {2: 'a host failed', 4: 'a host was unreachable', 1: 'an error', 5: 'bad options',
-                    250: 'an unexpected error'}.get(rc, 'an error')
-            out.update(status='failed', error_class=TRANSIENT if transient else PERMANENT,
-                       reason='ansible-playbook exited with %s (%s)' % (rc, what))
+            out.update(classify_playbook(rc, att.unreachable))
             out['error'] = out['error'] or self._stdout_tail(att)
+        if out['error']:    # what the store keeps and the API shows: no secret value, no URL password
+            out['error'] = redact_helpers.redact_text(out['error'], self._secrets(att))
         return out
 
     @staticmethod
@@ -436,58 +595,95 @@ class Executor:
                 pass
         return text or None
 
-    # restart
+    # taking over
+    def _attempt_of(self, job: dict) -> _Attempt:
+        n = int(job['attempts'] or 0)
+        adir = self._adir(job['id'], n)
+        spec = JobSpec.from_dict(job['spec'])
+        try:
+            record = json.loads((adir / 'job.json').read_text(encoding='utf-8'))
+        except (OSError, ValueError):
+            record = {'job_id': job['id'], 'attempt': n}
+        started = record.get('started') or job.get('started') or time.time()
+        return _Attempt(job, spec, n, adir, job.get('pid'), job.get('pid_start'), deadline=started + spec.timeout_sec,
+                        mode=(job.get('info') or {}).get('mode'), record=record)
+
     def recover(self) -> dict:
-        """At start-up: re-attach to running jobs whose attempt process still runs, fail those whose process
-        is gone (reading the result of those that ended meanwhile), re-queue the queued ones. Returns the job ids:
-        {'reattached': [...], 'ended': [...], 'failed': [...], 'requeued': [...]}."""
+        """Take over at once the running jobs whose scheduler died (re-attach those whose attempt process still
+        runs, read the result of those that ended meanwhile, stop the tree of any other and fail or retry it)
+        and start the scheduler for the queued ones. Returns the job ids: {'reattached': [...], 'ended': [...],
+        'failed': [...], 'requeued': [...]} ('requeued': queued jobs, and failed ones with attempts left)."""
         out = {'reattached': [], 'ended': [], 'failed': [], 'requeued': []}
-        for job in self.store.list_jobs(status='running', limit=1000000):
-            job_id = job['id']
-            with self._lock:
-                if job_id in self._running:
-                    continue
-            running = bool(job.get('pid')) and alive(job['pid'], job.get('pid_start'))
-            ended = bool(job.get('artifact_dir')) and os.path.isfile(os.path.join(job['artifact_dir'], 'exit.json'))
-            if running or ended:
-                # still running: watch it to its end; ended while nobody watched: its exit.json is the result
-                spec = JobSpec.from_dict(job['spec'])
-                adir = Path(job['artifact_dir'])
-                try:
-                    record = json.loads((adir / 'job.json').read_text(encoding='utf-8'))
-                except (OSError, ValueError):
-                    record = {'job_id': job_id, 'attempt': job['attempts']}
-                deadline = record.get('started', time.time()) + spec.timeout_sec
-                att = _Attempt(job_id, int(job['attempts']), adir, int(job['pid']), job['pid_start'],
-                               deadline=deadline, mode=(job.get('info') or {}).get('mode'))
-                thread = threading.Thread(target=self._reattached, args=(att, spec, record, job), daemon=True)
-                thread.start()
-                self._watchers.append(thread)
-                out['reattached' if running else 'ended'].append(job_id)
-                self._state(job_id, 'reattached' if running else 'ended_unwatched', pid=job['pid'])
-            else:
-                reason = ('the service stopped while this job ran (pid %s gone); its artifacts: %s'
-                          % (job.get('pid'), job.get('artifact_dir')))
-                if self.store.finish_job(job_id, 'failed', reason=reason, error_class=TRANSIENT):
-                    for attempt in self.store.list_attempts(job_id):
-                        if attempt['finished'] is None:
-                            self.store.finish_attempt(job_id, attempt['n'], None, 'failed', TRANSIENT, reason)
-                    out['failed'].append(job_id)
-                    self._state(job_id, 'failed', reason=reason)
-        queued = self.store.list_jobs(status='queued', limit=1000000)
-        if queued:
-            self._ensure_workers()
-        for job in reversed(queued):
-            self._queue.put(job['id'])
-            out['requeued'].append(job['id'])
+        self._adopt_orphans(out)
+        out['requeued'] += [j['id'] for j in self.store.list_jobs(status='queued', limit=1000000)
+                            if self._in_scope(j) and j['id'] not in out['requeued']]
+        self._last_adopt = time.monotonic()
+        self._ensure_loop()
         return out
 
-    def _reattached(self, att: _Attempt, spec: JobSpec, record: dict, job: dict) -> None:
-        result = self._watch(att, spec, record)
-        if result['status'] == 'failed' and result['error_class'] == TRANSIENT \
-                and int(job['attempts']) < int(job['max_attempts']):
-            if self.store.requeue_job(att.job_id):
-                self._queue.put(att.job_id)     # the remaining attempts run as usual
-                self._ensure_workers()
+    def _adopt_orphans(self, out: dict) -> None:
+        for job in self.store.list_jobs(status='running', limit=1000000):
+            if job.get('owner') == self.owner or owner_alive(job.get('owner')) or not self._in_scope(job):
+                continue
+            with self._lock:
+                if job['id'] in self._running:
+                    continue
+            if not self.store.adopt_job(job['id'], job.get('owner'), self.owner):
+                continue    # another process took it over first
+            self._adopt(job, out)
+
+    def _adopt(self, job: dict, out: dict) -> None:
+        job_id = job['id']
+        att = self._attempt_of(job)
+        if alive(job.get('pid'), job.get('pid_start')):
+            with self._lock:
+                self._running[job_id] = att
+            out['reattached'].append(job_id)
+            self._state(job_id, 'reattached', pid=job['pid'])
             return
-        self._finish(att.job_id, result)
+        if (att.adir / 'exit.json').is_file():
+            with self._lock:
+                self._running[job_id] = att
+            out['ended'].append(job_id)
+            self._state(job_id, 'ended_unwatched', pid=job.get('pid'))
+            self._begin_stop(att, 0)    # its background children go; its exit.json is the result
+            return
+        # the attempt process is gone without a result: stop what it left, then fail or retry the attempt
+        self._stop_tree(job, self.config.cancel_grace_sec)
+        reason = ('the service stopped while this job ran (pid %s gone); its artifacts: %s'
+                  % (job.get('pid'), job.get('artifact_dir') or att.adir))
+        n = int(job['attempts'] or 0)
+        self.store.add_attempt_if_missing(job_id, n, str(att.adir))
+        self.store.finish_attempt(job_id, n, None, 'failed', TRANSIENT, reason)
+        self._after_attempt(job_id, n, int(job['max_attempts'] or 1),
+                            {'status': 'failed', 'error_class': TRANSIENT, 'reason': reason, 'rc': None,
+                             'error': None})
+        current = self.store.get_job(job_id, with_attempts=False)
+        out['requeued' if current['status'] == 'queued' else 'failed'].append(job_id)
+
+    # batches
+    def _end_batches(self) -> None:
+        for batch in self.store.open_batches():
+            if not (self.serve_all or batch['id'] in self._scope_batches):
+                continue
+            if batch['status'] == 'finishing':
+                if batch.get('owner') == self.owner or owner_alive(batch.get('owner')) or \
+                        not self.store.claim_batch_end(batch['id'], self.owner, dead_owner=batch.get('owner')):
+                    continue
+            elif not self.store.claim_batch_end(batch['id'], self.owner, settle_sec=self.config.cancel_grace_sec + 5):
+                continue
+            write_summary(self.store, batch['id'])
+
+
+def classify_playbook(rc: int, unreachable: bool) -> dict:
+    """status, error_class and reason of a failed ansible-playbook run. rc 4 is a host that was unreachable
+    (transient) only when a runner_on_unreachable event says so; else ansible-playbook could not parse the
+    playbook or load what it needs (a missing collection or role), which no retry mends."""
+    if rc == 4 and unreachable:
+        return {'status': 'failed', 'error_class': TRANSIENT,
+                'reason': 'ansible-playbook exited with 4 (a host was unreachable)'}
+    what = {1: 'an error', 2: 'a host failed', 3: 'a host was unreachable',
+            4: 'a parse error: the playbook, a role or a collection it needs could not be loaded',
+            5: 'a usage error: bad or incomplete options', 99: 'interrupted', 250: 'an unexpected error'}
+    return {'status': 'failed', 'error_class': TRANSIENT if rc == 3 else PERMANENT,
+            'reason': 'ansible-playbook exited with %s (%s)' % (rc, what.get(rc, 'an error'))}

@@ -6,8 +6,11 @@ import ipaddress
 import os
 
 from .auth import TokenError, load_token, read_token_file
+from .secure import check_private_file
 
 DEFAULT_BODY_LIMIT = 64 * 1024
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_CONNECTIONS = 256
 
 
 def add_serve_arguments(parser) -> None:
@@ -25,6 +28,15 @@ def add_serve_arguments(parser) -> None:
                         help='largest request body accepted (default %d); larger ones get 413' % DEFAULT_BODY_LIMIT)
     parser.add_argument('--webhook-secret-file', help='file (mode 0600) with the key that signs webhook bodies '
                                                       '(default: the configuration\'s webhook_secret)')
+    parser.add_argument('--insecure-plaintext', action='store_true',
+                        help='allow plain HTTP on an address other than loopback (the token then crosses the '
+                             'network readable); without it such a --bind needs --tls-cert/--tls-key')
+    parser.add_argument('--header-timeout', type=float, default=DEFAULT_HEADER_TIMEOUT,
+                        help='close a connection that sends no complete request head within this many seconds '
+                             '(default %g)' % DEFAULT_HEADER_TIMEOUT)
+    parser.add_argument('--max-connections', type=int, default=DEFAULT_MAX_CONNECTIONS,
+                        help='open connections at most (default %d; fewer when the descriptor limit is lower); '
+                             'a new one closes the oldest idle one' % DEFAULT_MAX_CONNECTIONS)
 
 
 class ServeError(Exception):
@@ -40,8 +52,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve_settings(args, environ=None) -> dict:
-    """Check the options of ``xuanwu serve``; the token and TLS settings, or ServeError."""
+def serve_settings(args, environ=None, config=None) -> dict:
+    """Check the options of ``xuanwu serve`` (and the secrets of ``config``); the token, the webhook secret and
+    whether plain HTTP leaves the host, or ServeError."""
     try:
         token = load_token(args.token_file, environ)
     except TokenError as exc:
@@ -59,6 +72,19 @@ def serve_settings(args, environ=None) -> dict:
     for path in (args.tls_cert, args.tls_key):
         if path and not os.path.isfile(path):
             raise ServeError('TLS file %s does not exist' % path)
+    if args.tls_key:
+        try:
+            check_private_file(args.tls_key, 'TLS key')
+        except ValueError as exc:
+            raise ServeError(str(exc)) from None
+    plaintext_remote = not args.tls_cert and not is_loopback(args.bind)
+    if plaintext_remote and not getattr(args, 'insecure_plaintext', False):
+        raise ServeError('refusing plain HTTP on %s: the token would cross the network readable; pass --tls-cert '
+                         'and --tls-key, bind 127.0.0.1, or say --insecure-plaintext' % args.bind)
+    if getattr(args, 'header_timeout', DEFAULT_HEADER_TIMEOUT) <= 0:
+        raise ServeError('--header-timeout must be more than 0 seconds')
+    if getattr(args, 'max_connections', DEFAULT_MAX_CONNECTIONS) < 4:
+        raise ServeError('--max-connections must be at least 4')
     if not 0 < args.port < 65536:
         raise ServeError('--port must be between 1 and 65535, got %d' % args.port)
     if args.max_body_bytes < 1024:
@@ -69,4 +95,14 @@ def serve_settings(args, environ=None) -> dict:
             secret = read_token_file(args.webhook_secret_file)
         except TokenError as exc:
             raise ServeError('webhook secret: %s' % exc) from None
-    return {'token': token, 'webhook_secret': secret}
+    elif config is not None and getattr(config, 'webhook_secret', None):
+        source = getattr(config, 'source_path', None)
+        if not source:
+            raise ServeError('webhook_secret: only from a configuration file (owned by the service\'s user, '
+                             'mode 0600) or --webhook-secret-file')
+        try:
+            check_private_file(source, 'the configuration file (it holds webhook_secret)')
+        except ValueError as exc:
+            raise ServeError(str(exc)) from None
+        secret = str(config.webhook_secret)
+    return {'token': token, 'webhook_secret': secret, 'plaintext_remote': plaintext_remote}

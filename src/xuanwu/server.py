@@ -24,10 +24,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from . import FINAL_STATES, STATES, __version__
 from .auth import bearer_matches, credential_in_query
-from .batch import start_batch
 from .metrics import Metrics
+from .secure import private_dir, redact_spec, redact_text
 from .serve_options import DEFAULT_BODY_LIMIT, serve_settings
 from .spec import SpecError, parse_batch, parse_job
+from .webhooks import webhook_job
 
 LOG = logging.getLogger('xuanwu.server')
 JOB_ID_RE = re.compile(r'^j-[0-9a-f]{12}$')
@@ -37,6 +38,9 @@ HISTORY_BYTES_PER_JOB = 4 * 1024 * 1024    # serialised events kept per job for 
 FINISHED_HISTORIES = 64                     # finished jobs whose events are kept
 KEEPALIVE_SEC = 15.0
 STATE_EVENT = 'state'
+BODY_TIMEOUT_SEC = 30.0
+LOG_CHUNK = 1024 * 1024     # the most bytes GET .../log answers at once
+INTERNAL_JOB_FIELDS = ('attempt_list', 'pid_start', 'owner', 'mark', 'cgroup', 'not_before')
 
 
 class BodyError(Exception):
@@ -170,10 +174,44 @@ def _final_state(event: dict) -> str | None:
 
 
 def public_job(job: dict) -> dict:
-    """The API's view of a store record: status, reason, attempts, timestamps, artifact paths."""
-    out = {k: v for k, v in job.items() if k not in ('attempt_list', 'pid_start')}
+    """The API's view of a store record: status, reason, attempts, timestamps, artifact paths; the spec with
+    its secret-looking extra_vars masked (xuanwu.secure.redact_spec)."""
+    out = {k: v for k, v in job.items() if k not in INTERNAL_JOB_FIELDS}
+    out['spec'] = redact_spec(job.get('spec'))
     out['attempt_list'] = job.get('attempt_list', [])
+    if job.get('status') == 'queued' and job.get('not_before'):
+        out['retry_at'] = job['not_before']
     return out
+
+
+def _job_secrets(config, job_id: str) -> list:
+    """The values of a job's secret extra_vars, masked in its log as the API sends it."""
+    try:
+        with open(Path(config.data_dir) / 'jobs' / job_id / 'secret-vars.json', encoding='utf-8') as handle:
+            values = json.load(handle).values()
+    except (OSError, ValueError):
+        return []
+    return [v if isinstance(v, str) else json.dumps(v) for v in values if v not in (None, '')]
+
+
+def job_log_path(job: dict, attempt: int | None = None, stream: str = 'stdout') -> Path | None:
+    """The output file of an attempt of ``job`` (default its last): a command's stdout.txt/stderr.txt, a
+    playbook's ansible-runner stdout; None when there is none (yet)."""
+    attempts = job.get('attempt_list') or []
+    if not attempts:
+        return None
+    chosen = attempts[-1] if attempt is None else next((a for a in attempts if a['n'] == attempt), None)
+    if chosen is None or not chosen.get('artifact_dir'):
+        return None
+    adir = Path(chosen['artifact_dir'])
+    if job['kind'] == 'command':
+        names = ['%s.txt' % stream] + sorted(p.name for p in adir.glob('%s-*.txt' % stream))
+        for name in names:
+            if (adir / name).is_file():
+                return adir / name
+        return None
+    path = adir / 'artifacts' / ('%s-%d' % (job['id'], chosen['n'])) / stream
+    return path if path.is_file() else None
 
 
 class Guard:
@@ -242,7 +280,10 @@ class Guard:
                     return None, _error(413, 'body of %d bytes is larger than the limit of %d bytes' % (length, self.body_limit))
         chunks, size = [], 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), BODY_TIMEOUT_SEC)
+            except asyncio.TimeoutError:
+                return None, _error(408, 'the body did not arrive within %d s' % BODY_TIMEOUT_SEC)
             if message['type'] == 'http.disconnect':
                 return None, _error(400, 'the client went away before sending the body')
             chunk = message.get('body', b'')
@@ -275,6 +316,7 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
     hub = EventHub()
     metrics = metrics or Metrics()
     batches_root = Path(config.data_dir) / 'batches'
+    private_dir(config.data_dir)
     app.state.hub, app.state.metrics = hub, metrics
 
     def on_event(job_id: str, event: dict) -> None:
@@ -293,7 +335,7 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
         metrics.finished(final, finished - started if started and finished else None)
         if notifier is not None:
             url = (job.get('spec') or {}).get('webhook_url')
-            notifier.notify(public_job(job), url)
+            notifier.notify(webhook_job(job), url)
 
     executor.on_event(on_event)
 
@@ -369,6 +411,33 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
         job = store.get_job(job_id)
         return JSONResponse({'job_id': job_id, 'status': job['status']}, status_code=202)
 
+    @app.get('/api/v1/jobs/{job_id}/log')
+    def job_log(job_id: str, attempt: int | None = Query(None, ge=1, le=1000),
+                stream: str = Query('stdout', pattern='^(stdout|stderr)$'),
+                offset: int | None = Query(None, ge=0, le=2 ** 53), tail: int | None = Query(None, ge=1, le=LOG_CHUNK),
+                length: int = Query(LOG_CHUNK, ge=1, le=LOG_CHUNK)):
+        """The output of an attempt (default the last): ``offset``+``length`` bytes, or the last ``tail`` bytes,
+        or the first ``length``. Headers: X-Log-Size (the file's size now), X-Log-Offset, X-Log-Attempt."""
+        job, problem = _job_or_404(job_id)
+        if problem is not None:
+            return problem
+        if offset is not None and tail is not None:
+            return _error(422, 'offset and tail: give one of them', 'tail')
+        path = job_log_path(job, attempt, stream)
+        if path is None:
+            where = ' in attempt %d' % attempt if attempt else ''
+            return _error(404, 'job %s has no %s%s yet' % (job_id, stream, where), 'attempt' if attempt else 'job_id')
+        with open(path, 'rb') as handle:
+            size = os.fstat(handle.fileno()).st_size
+            start = max(0, size - tail) if tail is not None else min(offset or 0, size)
+            handle.seek(start)
+            data = handle.read(tail if tail is not None else length)
+        used = job['attempt_list'][-1]['n'] if attempt is None else attempt
+        text = redact_text(data.decode('utf-8', errors='replace'), _job_secrets(config, job_id))
+        return PlainTextResponse(text,
+                                 headers={'X-Log-Size': str(size), 'X-Log-Offset': str(start),
+                                          'X-Log-Attempt': str(used), 'Cache-Control': 'no-cache'})
+
     @app.get('/api/v1/jobs/{job_id}/events')
     async def job_events(job_id: str):
         problem = (await asyncio.to_thread(_job_or_404, job_id))[1]
@@ -420,7 +489,10 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
                 metrics.rejected()
                 return _error(422, '%s: through the API a relative folder under the service\'s batch folder, '
                                    'without "..", got %r' % (key, value[:200]), key)
-        batches_root.mkdir(parents=True, exist_ok=True)
+        private_dir(batches_root)
+        if isinstance(data.get('input_dir'), str) and isinstance(data.get('task_list'), list):
+            # the field guide's batch names ./inputs with its tasks listed: an empty folder of the service's
+            private_dir(batches_root / data['input_dir'])
         try:
             spec = parse_batch(data, config, base_dir=batches_root)
         except SpecError as exc:
@@ -431,12 +503,13 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
                 metrics.rejected()
                 return _error(422, '%s: resolves outside the service\'s batch folder' % key, key)
         batch_id = await asyncio.to_thread(_start_batch, spec)
-        return JSONResponse({'batch_id': batch_id, 'status': 'running', 'output_dir': spec.output_dir},
+        return JSONResponse({'batch_id': batch_id, 'status': 'running', 'output_dir': spec.output_dir,
+                             'tasks': len(spec.tasks)},
                             status_code=201, headers={'Location': '/api/v1/batches/%s' % batch_id})
 
     def _start_batch(spec) -> str:
-        batch_id = start_batch(spec, executor)
-        LOG.info('batch %s (%d tasks) started', batch_id, len(spec.tasks))
+        batch_id = executor.submit_batch(spec)
+        LOG.info('batch %s (%d tasks) queued', batch_id, len(spec.tasks))
         return batch_id
 
     @app.get('/api/v1/batches/{batch_id}')
@@ -444,7 +517,23 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
         found = store.get_batch(batch_id) if BATCH_ID_RE.match(batch_id) else None
         if found is None:
             return _error(404, 'no batch %s' % batch_id[:40], 'batch_id')
+        found.pop('owner', None)
+        if found['status'] in ('cancelling', 'finishing'):
+            # the store's inner steps; the API's batch states are those of jobs: running until final
+            found['cancel_requested'] = found['status'] == 'cancelling' or \
+                bool((found.get('summary') or {}).get('cancel_requested'))
+            found['status'] = 'running'
         return found
+
+    @app.post('/api/v1/batches/{batch_id}/cancel', status_code=202)
+    def cancel_batch(batch_id: str):
+        found = store.get_batch(batch_id) if BATCH_ID_RE.match(batch_id) else None
+        if found is None:
+            return _error(404, 'no batch %s' % batch_id[:40], 'batch_id')
+        if not executor.cancel_batch(batch_id):
+            return _error(409, 'batch %s is already %s' % (batch_id, found['status']), 'batch_id')
+        LOG.info('batch %s: cancel requested', batch_id)
+        return JSONResponse({'batch_id': batch_id, 'status': store.get_batch(batch_id)['status']}, status_code=202)
 
     @app.get('/metrics')
     def metrics_text():
@@ -469,13 +558,18 @@ def serve(args, config) -> int:
     from .runner import Executor
     from .webhooks import Notifier
 
+    from .httpguard import connection_cap, guarded_protocol
+
     logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(name)s: %(message)s')
-    settings = serve_settings(args)
+    settings = serve_settings(args, config=config)
     if settings['token'] is None:
         LOG.warning('serving WITHOUT authentication on %s: every local user can run jobs', args.bind)
+    if settings['plaintext_remote']:
+        LOG.warning('serving plain HTTP on %s (--insecure-plaintext): the token crosses the network readable',
+                    args.bind)
     store = open_store(config)
-    executor = Executor(config, store, config.max_concurrency)
-    secret = settings['webhook_secret'] or getattr(config, 'webhook_secret', None)
+    executor = Executor(config, store, config.max_concurrency, serve_all=True)
+    secret = settings['webhook_secret']
     notifier = Notifier(secret.encode() if secret else None, getattr(config, 'webhook_url', None))
     app = create_app(config, store, executor, settings['token'], body_limit=args.max_body_bytes, notifier=notifier)
     recovered = executor.recover()
@@ -483,8 +577,16 @@ def serve(args, config) -> int:
     LOG.info('xuanwu %s serving on %s://%s:%d, data in %s, at most %d jobs at once', __version__,
              'https' if args.tls_cert else 'http', args.bind, args.port, config.data_dir, config.max_concurrency)
     try:
-        uvicorn.run(app, host=args.bind, port=args.port, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
-                    access_log=False, log_config=None, server_header=False, timeout_graceful_shutdown=5)
+        settings = uvicorn.Config(app, host=args.bind, port=args.port, ssl_certfile=args.tls_cert,
+                                  ssl_keyfile=args.tls_key, access_log=False, log_config=None, server_header=False,
+                                  timeout_graceful_shutdown=5,
+                                  http=guarded_protocol(args.header_timeout, args.max_connections),
+                                  # asyncio accepts up to `backlog` connections in one go, before any is looked
+                                  # at: few, so that they never exhaust the descriptors
+                                  backlog=max(2, connection_cap(args.max_connections) // 4),
+                                  timeout_keep_alive=int(min(args.header_timeout, 5)) or 1,
+                                  h11_max_incomplete_event_size=16 * 1024)
+        uvicorn.Server(settings).run()
     finally:
         notifier.close()
         executor.shutdown(wait=False)

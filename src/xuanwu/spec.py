@@ -10,6 +10,8 @@ import json
 import math
 import os
 import re
+import shlex
+import string
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,12 @@ MAX_TIMEOUT_SEC = 7 * 24 * 3600
 MAX_COMMAND = 8192
 MAX_NODES = 4096
 MAX_TASKS = 10000
-PLAYBOOK_KEYS = ('name', 'playbook', 'inventory', 'limit', 'extra_vars', 'timeout_sec', 'webhook_url')
-COMMAND_KEYS = ('name', 'command', 'nodes', 'timeout_sec', 'webhook_url')
-BATCH_KEYS = ('name', 'input_dir', 'output_dir', 'max_concurrency', 'retry_count', 'timeout_sec', 'task_list')
+MAX_RETRIES = 20
+PARAM_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,63}$')
+PLAYBOOK_KEYS = ('name', 'playbook', 'inventory', 'limit', 'extra_vars', 'timeout_sec', 'webhook_url', 'retry_count')
+COMMAND_KEYS = ('name', 'command', 'nodes', 'timeout_sec', 'webhook_url', 'retry_count', 'retry_on_exit_codes')
+BATCH_KEYS = ('name', 'input_dir', 'output_dir', 'max_concurrency', 'retry_count', 'timeout_sec', 'task_list',
+              'command', 'nodes', 'retry_on_exit_codes')
 TASK_KEYS = ('task_id', 'params')
 
 
@@ -50,6 +55,10 @@ class JobSpec:
     nodes: list = dataclasses.field(default_factory=list)
     env: dict = dataclasses.field(default_factory=dict)
     webhook_url: str | None = None
+    argv: list | None = None        # a batch task's command template filled in: run without a shell
+    cwd: str | None = None
+    retry_count: int = 0
+    retry_on_exit_codes: list = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -151,9 +160,32 @@ def _webhook(data: dict, field: str):
     if data.get('webhook_url') is None:
         return None
     url = _str(data['webhook_url'], _prefix(field, 'webhook_url'))
+    from .webhooks import check_url
     if not re.match(r'^https?://[^\s]+$', url):
-        raise SpecError(_prefix(field, 'webhook_url'), 'must be an http:// or https:// URL, got %s' % _show(url))
+        raise SpecError(_prefix(field, 'webhook_url'), 'must be an http:// or https:// URL, got %s'
+                        % _show(_no_userinfo(url)))
+    try:
+        check_url(url)
+    except ValueError as exc:
+        raise SpecError(_prefix(field, 'webhook_url'), str(exc)) from None
     return url
+
+
+def _no_userinfo(url: str) -> str:
+    return re.sub(r'//[^/@\s]*@', '//***@', url)
+
+
+def _not_option(value: str, field: str) -> str:
+    """``value`` unless it would be read as an option of the program it is given to."""
+    if value.startswith('-'):
+        raise SpecError(field, '%s starts with "-": it would be read as an option, not as a value' % _show(value))
+    return value
+
+
+def _exit_codes(value: Any, field: str) -> list:
+    if not isinstance(value, list) or len(value) > 255:
+        raise SpecError(field, 'must be a list of exit statuses (1 to 255)')
+    return sorted(set(_int(v, '%s[%d]' % (field, i), 1, 255) for i, v in enumerate(value)))
 
 
 def _extra_vars(value: Any, field: str) -> dict:
@@ -187,6 +219,7 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
         name = default_name
     timeout = _timeout(data, config, field, default_timeout)
     webhook = _webhook(data, field)
+    retry = _int(data.get('retry_count', 0), _prefix(field, 'retry_count'), 0, MAX_RETRIES)
     if has_command:
         command = _str(data['command'], _prefix(field, 'command'))
         if len(command) > MAX_COMMAND or '\x00' in command:
@@ -200,8 +233,9 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
             _str(node, '%s[%d]' % (_prefix(field, 'nodes'), i), NODE_RE, ' (a host name or address)')
         if len(set(nodes)) != len(nodes):
             raise SpecError(_prefix(field, 'nodes'), 'lists a node twice')
+        codes = _exit_codes(data.get('retry_on_exit_codes', []), _prefix(field, 'retry_on_exit_codes'))
         return JobSpec(kind='command', name=name, timeout_sec=timeout, command=command, nodes=list(nodes),
-                       webhook_url=webhook)
+                       webhook_url=webhook, retry_count=retry, retry_on_exit_codes=codes)
     playbook = _str(data['playbook'], _prefix(field, 'playbook'))
     if playbook not in config.playbooks:
         raise SpecError(_prefix(field, 'playbook'), 'unknown playbook %s; registered: %s (a name, never a path)'
@@ -220,16 +254,81 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
         raise SpecError(_prefix(field, 'inventory'), '%s does not exist' % _show(inv_text))
     limit = None
     if data.get('limit') is not None:
-        limit = _str(data['limit'], _prefix(field, 'limit'), LIMIT_RE, ' (an Ansible host pattern)')
+        limit = _not_option(_str(data['limit'], _prefix(field, 'limit'), LIMIT_RE, ' (an Ansible host pattern)'),
+                            _prefix(field, 'limit'))
     extra = {} if data.get('extra_vars') is None else _extra_vars(data['extra_vars'], _prefix(field, 'extra_vars'))
     return JobSpec(kind='playbook', name=name, timeout_sec=timeout, playbook=playbook,
                    playbook_path=str(config.playbook_path(playbook)), inventory=str(inv), limit=limit,
-                   extra_vars=extra, webhook_url=webhook)
+                   extra_vars=extra, webhook_url=webhook, retry_count=retry)
+
+
+def _template(value: Any, field: str) -> list:
+    """The argv of a batch's command template (split as a shell would, run without one), each placeholder
+    ``{name}`` checked."""
+    text = _str(value, field)
+    if len(text) > MAX_COMMAND or '\x00' in text:
+        raise SpecError(field, 'must be at most %d characters without NUL' % MAX_COMMAND)
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise SpecError(field, 'cannot be split into arguments: %s' % exc) from None
+    if not argv:
+        raise SpecError(field, 'holds no program')
+    for token in argv:
+        for dummy, name, spec, conv in _fields(token, field):
+            if name is not None and (not PARAM_RE.match(name) or spec or conv):
+                raise SpecError(field, 'placeholder {%s} is not a plain {name}' % name)
+    return argv
+
+
+def _fields(token: str, field: str):
+    try:
+        return list(string.Formatter().parse(token))
+    except ValueError as exc:
+        raise SpecError(field, 'bad placeholder in %s: %s (write {{ and }} for braces)' % (_show(token), exc)) from None
+
+
+def _params(value: Any, field: str) -> dict:
+    value = _mapping(value, field)
+    out = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not PARAM_RE.match(key):
+            raise SpecError(field, 'parameter name %s is not an identifier' % _show(key))
+        where = '%s.%s' % (field, key)
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)) or \
+                (isinstance(item, float) and not math.isfinite(item)):
+            raise SpecError(where, 'must be a string or a number, got %s' % _show(item))
+        text = str(item)
+        if '\x00' in text or len(text) > 4096:
+            raise SpecError(where, 'must be at most 4096 characters without NUL')
+        out[key] = _not_option(text, where)
+    return out
+
+
+def _fill(argv: list, params: dict, field: str) -> list:
+    out = []
+    for token in argv:
+        for dummy, name, dummy2, dummy3 in _fields(token, field):
+            if name is not None and name not in params:
+                raise SpecError(field + '.' + name, 'missing: the command template uses {%s}' % name)
+        out.append(token.format_map(params))
+    return out
+
+
+def _task_id_of(name: str) -> str:
+    stem = re.sub(r'[^A-Za-z0-9._-]', '_', name)
+    stem = re.sub(r'^[^A-Za-z0-9]+', '', stem)
+    return stem[:64] or 'task'
 
 
 def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
     """Validate a batch file's content; relative ``input_dir``/``output_dir`` are taken from ``base_dir``
-    (the batch file's folder; default the current directory)."""
+    (the batch file's folder; default the current directory).
+
+    Two shapes: each task's ``params`` is a job (playbook or command), or, when the batch names a
+    ``command`` template, the task's own parameters, filled into the template (an argv, no shell) and given
+    to it as environment variables (``XUANWU_PARAM_<NAME>``). Without ``task_list``, every file of
+    ``input_dir`` is a task (its id from the file name, its parameters ``input_file`` and ``input_name``)."""
     data = _mapping(data, 'batch')
     _no_unknown(data, BATCH_KEYS, '')
     base = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -237,19 +336,52 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
     if 'output_dir' not in data:
         raise SpecError('output_dir', 'missing: the folder of the per-task logs and summary.json')
     output_dir = str((base / _path('output_dir', data['output_dir'])).resolve())
+    template = _template(data['command'], 'command') if data.get('command') is not None else None
+    if template is None:
+        for key in ('nodes', 'retry_on_exit_codes'):
+            if key in data:
+                raise SpecError(key, 'only with a batch command template (command); else give it in each '
+                                     'task\'s params')
     input_dir = None
     if data.get('input_dir') is not None:
         input_dir = str((base / _path('input_dir', data['input_dir'])).resolve())
         if not os.path.isdir(input_dir):
             raise SpecError('input_dir', '%s is not a folder' % _show(data['input_dir']))
     concurrency = _int(data.get('max_concurrency', config.max_concurrency), 'max_concurrency', 1, 1024)
-    retry = _int(data.get('retry_count', 0), 'retry_count', 0, 20)
+    retry = _int(data.get('retry_count', 0), 'retry_count', 0, MAX_RETRIES)
     timeout = _int(data.get('timeout_sec', config.default_timeout_sec), 'timeout_sec', 1, MAX_TIMEOUT_SEC)
-    if 'task_list' not in data:
-        raise SpecError('task_list', 'missing: the list of tasks')
-    items = data['task_list']
-    if not isinstance(items, list) or not items or len(items) > MAX_TASKS:
-        raise SpecError('task_list', 'must be a list of 1 to %d tasks' % MAX_TASKS)
+    if 'task_list' in data:
+        items = data['task_list']
+        if not isinstance(items, list) or not items or len(items) > MAX_TASKS:
+            raise SpecError('task_list', 'must be a list of 1 to %d tasks' % MAX_TASKS)
+    elif input_dir is None:
+        raise SpecError('task_list', 'missing: the list of tasks (or an input_dir whose files are the tasks)')
+    elif template is None:
+        raise SpecError('task_list', 'missing: the list of tasks (or a command template, run once per file of '
+                                     'input_dir)')
+    else:
+        files = sorted(e for e in os.listdir(input_dir) if os.path.isfile(os.path.join(input_dir, e))
+                       and not e.startswith('.'))
+        if not files or len(files) > MAX_TASKS:
+            raise SpecError('input_dir', 'must hold 1 to %d files (one task each), found %d' % (MAX_TASKS, len(files)))
+        items, taken = [], set()
+        for entry in files:
+            task_id, k = _task_id_of(entry), 1
+            while task_id in taken:
+                k += 1
+                task_id = '%s-%d' % (_task_id_of(entry)[:60], k)
+            taken.add(task_id)
+            items.append({'task_id': task_id, 'params': {'input_file': os.path.join(input_dir, entry),
+                                                         'input_name': entry}})
+    nodes, codes = ['localhost'], []
+    if template is not None:
+        if 'nodes' in data:
+            nodes = data['nodes']
+            if not isinstance(nodes, list) or not nodes or len(nodes) > MAX_NODES:
+                raise SpecError('nodes', 'must be a list of 1 to %d host names' % MAX_NODES)
+            for i, node in enumerate(nodes):
+                _str(node, 'nodes[%d]' % i, NODE_RE, ' (a host name or address)')
+        codes = _exit_codes(data.get('retry_on_exit_codes', []), 'retry_on_exit_codes')
     tasks, seen = [], set()
     for i, item in enumerate(items):
         where = 'task_list[%d]' % i
@@ -262,9 +394,21 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
             raise SpecError(where + '.task_id', 'duplicate task id %s' % _show(task_id))
         seen.add(task_id)
         if 'params' not in item:
-            raise SpecError(where + '.params', 'missing: the job this task runs (playbook or command)')
-        job = parse_job(item['params'], config, field=where + '.params', default_timeout=timeout,
-                        default_name=task_id)
+            raise SpecError(where + '.params', 'missing: %s' % ('the parameters of the command template'
+                                                                 if template else 'the job this task runs '
+                                                                                  '(playbook or command)'))
+        task_out = os.path.join(output_dir, task_id)
+        if template is not None:
+            params = _params(item['params'], where + '.params')
+            argv = _fill(template, params, where + '.params')
+            env = {'XUANWU_PARAM_%s' % key.upper(): value for key, value in params.items()}
+            job = JobSpec(kind='command', name=task_id, timeout_sec=timeout, command=shlex.join(argv),
+                          nodes=list(nodes), argv=argv, cwd=str(base), env=env, retry_on_exit_codes=codes)
+        else:
+            job = parse_job(item['params'], config, field=where + '.params', default_timeout=timeout,
+                            default_name=task_id)
+        if template is not None:
+            job.env.update(XUANWU_TASK_ID=task_id, XUANWU_OUTPUT_DIR=task_out)
         if input_dir is not None:
             job.env['XUANWU_INPUT_DIR'] = input_dir
             if job.kind == 'playbook':

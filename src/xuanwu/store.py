@@ -1,7 +1,16 @@
-"""SQLite store of jobs, their attempts and batches. Thread-safe: one connection per thread, WAL."""
+"""SQLite store of jobs, their attempts and batches. Thread-safe: one connection per thread, WAL.
+
+The store is the scheduler's memory: the queue (``queued`` jobs, with ``not_before`` while a retry waits),
+who runs what (``owner``: the scheduler process, as pid and start time), each attempt's process tree
+(``pid``/``pgid``, ``mark``, ``cgroup``) and the batches with their own limits. Any process that opens it
+can take up the work of a scheduler that died (``claim_next``, ``adopt_job``, ``claim_batch_end``): every
+move is one conditional UPDATE, so that exactly one process makes it. The file, its -wal and -shm are
+0600 in a 0700 folder."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -9,6 +18,7 @@ import time
 from pathlib import Path
 
 from . import FINAL_STATES, STATES
+from .secure import private_dir, touch_private
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -16,7 +26,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     status TEXT NOT NULL, reason TEXT, error_class TEXT, error TEXT,
     created REAL NOT NULL, started REAL, finished REAL, attempts INTEGER NOT NULL DEFAULT 0,
     pid INTEGER, pgid INTEGER, pid_start TEXT, artifact_dir TEXT, rc INTEGER, batch_id TEXT, task_id TEXT,
-    max_attempts INTEGER NOT NULL DEFAULT 1, info TEXT);
+    max_attempts INTEGER NOT NULL DEFAULT 1, info TEXT, owner TEXT, not_before REAL, mark TEXT, cgroup TEXT);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -24,11 +34,15 @@ CREATE TABLE IF NOT EXISTS attempts (
     status TEXT, error_class TEXT, error TEXT, artifact_dir TEXT, PRIMARY KEY (job_id, n));
 CREATE TABLE IF NOT EXISTS batches (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,
-    created REAL NOT NULL, finished REAL, summary TEXT, output_dir TEXT);
+    created REAL NOT NULL, finished REAL, summary TEXT, output_dir TEXT, max_concurrency INTEGER, owner TEXT);
 """
+# Columns added since the first schema: an older store gets them when it is opened.
+ADDED_COLUMNS = {'jobs': ('owner TEXT', 'not_before REAL', 'mark TEXT', 'cgroup TEXT'),
+                 'batches': ('max_concurrency INTEGER', 'owner TEXT')}
+BATCH_STATES = ('running', 'cancelling', 'finishing', 'succeeded', 'failed', 'cancelled')
 JOB_COLUMNS = ('kind', 'name', 'spec', 'status', 'reason', 'error_class', 'error', 'created', 'started',
                'finished', 'attempts', 'pid', 'pgid', 'pid_start', 'artifact_dir', 'rc', 'batch_id', 'task_id',
-               'max_attempts', 'info')
+               'max_attempts', 'info', 'owner', 'not_before', 'mark', 'cgroup')
 JSON_COLUMNS = ('spec', 'info', 'summary')
 
 
@@ -43,12 +57,22 @@ def new_id(prefix: str = 'j') -> str:
 class Store:
     def __init__(self, path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
+        touch_private(self.path)    # SQLite gives its -wal and -shm the mode of the database file
         self._local = threading.local()
         self._write = threading.Lock()
         with self._write:
             conn = self._conn()
             conn.executescript(SCHEMA)
+            for table, columns in ADDED_COLUMNS.items():
+                have = {row[1] for row in conn.execute('PRAGMA table_info(%s)' % table)}
+                for column in columns:
+                    if column.split()[0] not in have:
+                        conn.execute('ALTER TABLE %s ADD COLUMN %s' % (table, column))
+        for suffix in ('-wal', '-shm'):
+            side = Path(str(self.path) + suffix)
+            if side.exists():
+                os.chmod(side, 0o600)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, 'conn', None)
@@ -79,6 +103,19 @@ class Store:
                 raise
             return cur
 
+    @contextlib.contextmanager
+    def transaction(self):
+        """A connection inside BEGIN IMMEDIATE (the write lock of the database), committed at the end."""
+        with self._write:
+            conn = self._conn()
+            conn.execute('BEGIN IMMEDIATE')
+            try:
+                yield conn
+                conn.execute('COMMIT')
+            except BaseException:
+                conn.execute('ROLLBACK')
+                raise
+
     @staticmethod
     def _row(row) -> dict | None:
         if row is None:
@@ -97,6 +134,59 @@ class Store:
                    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
                    (job_id, kind, name, json.dumps(spec), 'queued', time.time(), batch_id, task_id, max_attempts))
         return job_id
+
+    def claim_next(self, owner: str, limit: int, batch_id=None, job_id=None, now=None) -> dict | None:
+        """Move the oldest runnable queued job to 'running' under ``owner`` and count its next attempt, unless
+        ``limit`` jobs run already (every running job of the store counts, whoever runs it) or its batch runs
+        its own max_concurrency; ``batch_id``/``job_id`` narrow the choice. The job, or None."""
+        with self.transaction() as conn:
+            now = time.time() if now is None else now     # inside the lock: after the end of a job it follows
+            if conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'running'").fetchone()[0] >= limit:
+                return None
+            where, args = ["status = 'queued'", '(not_before IS NULL OR not_before <= ?)'], [now]
+            if batch_id is not None:
+                where.append('batch_id = ?')
+                args.append(batch_id)
+            if job_id is not None:
+                where.append('id = ?')
+                args.append(job_id)
+            rows = conn.execute('SELECT id, batch_id FROM jobs WHERE %s ORDER BY created, rowid LIMIT 200'
+                                % ' AND '.join(where), args).fetchall()
+            full = set()
+            for row in rows:
+                if row['batch_id'] is not None:
+                    if row['batch_id'] in full:
+                        continue
+                    batch = conn.execute('SELECT status, max_concurrency FROM batches WHERE id = ?',
+                                         (row['batch_id'],)).fetchone()
+                    if batch is not None and batch['status'] != 'running':
+                        continue
+                    if batch is not None and batch['max_concurrency']:
+                        busy = conn.execute("SELECT COUNT(*) FROM jobs WHERE batch_id = ? AND status = 'running'",
+                                            (row['batch_id'],)).fetchone()[0]
+                        if busy >= batch['max_concurrency']:
+                            full.add(row['batch_id'])
+                            continue
+                cur = conn.execute("UPDATE jobs SET status = 'running', owner = ?, started = COALESCE(started, ?), "
+                                   "attempts = attempts + 1, mark = id || '-' || (attempts + 1), pid = NULL, "
+                                   "pgid = NULL, pid_start = NULL, cgroup = NULL, not_before = NULL "
+                                   "WHERE id = ? AND status = 'queued'", (owner, now, row['id']))
+                if cur.rowcount == 1:
+                    return self._row(conn.execute('SELECT * FROM jobs WHERE id = ?', (row['id'],)).fetchone())
+        return None
+
+    def adopt_job(self, job_id: str, old_owner, owner: str) -> bool:
+        """Take over a running job whose scheduler (``old_owner``) died; False if another process did first."""
+        cur = self._exec("UPDATE jobs SET owner = ? WHERE id = ? AND status = 'running' AND owner IS ?",
+                         (owner, job_id, old_owner))
+        return cur.rowcount == 1
+
+    def retry_later(self, job_id: str, owner: str, not_before: float) -> bool:
+        """Put a running job of ``owner`` back in the queue for its next attempt, not before ``not_before``."""
+        cur = self._exec("UPDATE jobs SET status = 'queued', owner = NULL, not_before = ?, pid = NULL, pgid = NULL, "
+                         "pid_start = NULL WHERE id = ? AND status = 'running' AND owner IS ?",
+                         (not_before, job_id, owner))
+        return cur.rowcount == 1
 
     def get_job(self, job_id: str, with_attempts: bool = True) -> dict | None:
         job = self._row(self._conn().execute('SELECT * FROM jobs WHERE id = ?', (job_id,)).fetchone())
@@ -170,6 +260,10 @@ class Store:
         self._exec('INSERT INTO attempts (job_id, n, started, status, artifact_dir) VALUES (?, ?, ?, ?, ?)',
                    (job_id, n, started or time.time(), 'running', artifact_dir))
 
+    def add_attempt_if_missing(self, job_id: str, n: int, artifact_dir=None, started=None) -> None:
+        self._exec('INSERT OR IGNORE INTO attempts (job_id, n, started, status, artifact_dir) VALUES (?, ?, ?, ?, ?)',
+                   (job_id, n, started or time.time(), 'running', artifact_dir))
+
     def finish_attempt(self, job_id: str, n: int, rc, status: str, error_class=None, error=None,
                        finished=None) -> None:
         self._exec('UPDATE attempts SET finished = ?, rc = ?, status = ?, error_class = ?, error = ? '
@@ -194,16 +288,83 @@ class Store:
         return marked
 
     # batches
-    def create_batch(self, spec: dict, name: str, output_dir=None, batch_id=None) -> str:
+    def create_batch(self, spec: dict, name: str, output_dir=None, batch_id=None, max_concurrency=None,
+                     jobs=()) -> str:
+        """A batch and, in the same transaction, its jobs: ``jobs`` holds dicts of create_job's arguments."""
         batch_id = batch_id or new_id('b')
-        self._exec('INSERT INTO batches (id, name, spec, status, created, output_dir) VALUES (?, ?, ?, ?, ?, ?)',
-                   (batch_id, name, json.dumps(spec), 'running', time.time(), output_dir))
+        now = time.time()
+        with self.transaction() as conn:
+            conn.execute('INSERT INTO batches (id, name, spec, status, created, output_dir, max_concurrency) '
+                         'VALUES (?, ?, ?, ?, ?, ?, ?)',
+                         (batch_id, name, json.dumps(spec), 'running', now, output_dir, max_concurrency))
+            for i, job in enumerate(jobs):
+                conn.execute('INSERT INTO jobs (id, kind, name, spec, status, created, batch_id, task_id, '
+                             'max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+                             (job.get('job_id') or new_id('j'), job['kind'], job['name'], json.dumps(job['spec']),
+                              'queued', now + i * 1e-6, batch_id, job['task_id'], job.get('max_attempts', 1)))
         return batch_id
 
     def update_batch(self, batch_id: str, status: str, summary=None) -> None:
         self._exec('UPDATE batches SET status = ?, summary = ?, finished = ? WHERE id = ?',
                    (status, json.dumps(summary) if summary is not None else None,
-                    time.time() if status != 'running' else None, batch_id))
+                    time.time() if status not in ('running', 'cancelling', 'finishing') else None, batch_id))
+
+    def set_batch_status(self, batch_id: str, status: str, only_from=('running',)) -> bool:
+        cur = self._exec('UPDATE batches SET status = ? WHERE id = ? AND status IN (%s)'
+                         % ','.join('?' * len(only_from)), [status, batch_id] + list(only_from))
+        return cur.rowcount == 1
+
+    def mark_batch_cancelled(self, batch_id: str) -> bool:
+        """The batch takes no new task (claim_next skips it) and its summary will say cancelled."""
+        cur = self._exec("UPDATE batches SET status = 'cancelling', summary = ? WHERE id = ? AND status = 'running'",
+                         (json.dumps({'cancel_requested': True}), batch_id))
+        return cur.rowcount == 1
+
+    def claim_batch_end(self, batch_id: str, owner: str, dead_owner=None, settle_sec: float = 15.0) -> bool:
+        """Take the writing of a batch's summary: the batch is running or cancelling, all its jobs are final and
+        their last attempts recorded (their trees gone; or final for ``settle_sec`` already, when nobody will
+        record them), or it is 'finishing' under ``dead_owner``. Exactly one process gets True."""
+        with self.transaction() as conn:
+            left = conn.execute("SELECT COUNT(*) FROM jobs WHERE batch_id = ? AND status NOT IN ('succeeded', "
+                                "'failed', 'cancelled')", (batch_id,)).fetchone()[0]
+            if left:
+                return False
+            unsettled = conn.execute('SELECT COUNT(*) FROM attempts a JOIN jobs j ON a.job_id = j.id WHERE '
+                                     'j.batch_id = ? AND a.finished IS NULL AND j.finished > ?',
+                                     (batch_id, time.time() - settle_sec)).fetchone()[0]
+            if unsettled:
+                return False
+            if dead_owner is not None:
+                cur = conn.execute("UPDATE batches SET owner = ? WHERE id = ? AND status = 'finishing' AND owner = ?",
+                                   (owner, batch_id, dead_owner))
+            else:
+                cur = conn.execute("UPDATE batches SET status = 'finishing', owner = ? WHERE id = ? AND status IN "
+                                   "('running', 'cancelling')", (owner, batch_id))
+            return cur.rowcount == 1
+
+    def open_batches(self, batch_id=None) -> list:
+        """Batches not yet final (running, cancelling, finishing)."""
+        sql = "SELECT * FROM batches WHERE status IN ('running', 'cancelling', 'finishing')"
+        args = []
+        if batch_id is not None:
+            sql += ' AND id = ?'
+            args.append(batch_id)
+        return [self._row(r) for r in self._conn().execute(sql, args).fetchall()]
+
+    def find_open_batch(self, output_dir: str) -> dict | None:
+        """The unfinished batch writing to ``output_dir`` (a batch file run again resumes it)."""
+        row = self._conn().execute("SELECT * FROM batches WHERE output_dir = ? AND status IN ('running', "
+                                   "'cancelling', 'finishing') ORDER BY created DESC", (output_dir,)).fetchone()
+        return self._row(row)
+
+    def cancel_queued(self, batch_id: str, reason: str) -> list:
+        """Cancel every queued job of a batch; their ids."""
+        with self.transaction() as conn:
+            ids = [r[0] for r in conn.execute("SELECT id FROM jobs WHERE batch_id = ? AND status = 'queued'",
+                                              (batch_id,)).fetchall()]
+            conn.execute("UPDATE jobs SET status = 'cancelled', reason = ?, finished = ? WHERE batch_id = ? AND "
+                         "status = 'queued'", (reason, time.time(), batch_id))
+        return ids
 
     def get_batch(self, batch_id: str) -> dict | None:
         batch = self._row(self._conn().execute('SELECT * FROM batches WHERE id = ?', (batch_id,)).fetchone())

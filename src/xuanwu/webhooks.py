@@ -1,6 +1,7 @@
 """Webhooks: a POST to a URL when a job reaches a final state, signed, retried with backoff.
 
-Body: the job record as JSON plus ``event`` ("job.finished") and ``sent_at`` (Unix seconds).
+Body: ``event`` ("job.finished"), ``sent_at`` (Unix seconds) and ``job``: its ids, status, reason,
+timestamps and links to the API (``webhook_job``), never its spec (extra variables, command) or output.
 Headers: ``X-Xuanwu-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the secret>``,
 ``X-Xuanwu-Timestamp`` (the same ``sent_at``; it is inside the signed body too, so a receiver can
 refuse old or replayed deliveries) and ``X-Xuanwu-Delivery`` (unique per delivery, the same on
@@ -40,12 +41,33 @@ def verify(secret: bytes, body: bytes, header: str | None) -> bool:
 
 def check_url(url: str) -> str:
     """``url`` if it is an absolute http(s) URL with a host, else ValueError with the reason."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port    # pylint: disable=pointless-statement  (a bad port raises here)
+    except ValueError:
+        raise ValueError('is not a valid URL') from None
+    if '@' in parts.netloc or parts.username or parts.password:
+        raise ValueError('must not carry credentials (user:password@) in the URL; sign deliveries with '
+                         'webhook_secret instead')
     if parts.scheme not in ('http', 'https') or not parts.hostname:
         raise ValueError('must be an absolute http:// or https:// URL with a host, got %r' % url[:200])
-    if parts.username or parts.password:
-        raise ValueError('must not carry credentials in the URL')
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        raise ValueError('must not hold whitespace or control characters')
     return url
+
+
+WEBHOOK_FIELDS = ('id', 'name', 'kind', 'status', 'reason', 'error_class', 'rc', 'attempts', 'batch_id', 'task_id',
+                  'created', 'started', 'finished')
+
+
+def webhook_job(job: dict) -> dict:
+    """What a webhook tells about ``job``: ids, status and links, nothing of its spec or output."""
+    out = {k: job.get(k) for k in WEBHOOK_FIELDS}
+    base = '/api/v1/jobs/%s' % job['id']
+    out['links'] = {'self': base, 'log': base + '/log', 'events': base + '/events'}
+    if job.get('batch_id'):
+        out['links']['batch'] = '/api/v1/batches/%s' % job['batch_id']
+    return out
 
 
 class Notifier:
@@ -65,6 +87,11 @@ class Notifier:
     def notify(self, job: dict, url: str | None = None) -> None:
         target = url or self.default_url
         if target:
+            try:
+                check_url(target)
+            except ValueError as exc:
+                LOG.warning('webhook for job %s: not sent: the URL %s', job.get('id'), exc)
+                return
             self._queue.put((target, job))
 
     def close(self, wait: float = 5.0) -> None:
@@ -114,4 +141,5 @@ class Notifier:
 def _host(url: str) -> str:
     """The URL without its path and query (which may hold a receiver's own secret) for the log."""
     parts = urllib.parse.urlsplit(url)
-    return '%s://%s' % (parts.scheme, parts.netloc)
+    host = parts.hostname or '?'
+    return '%s://%s%s' % (parts.scheme, host, ':%d' % parts.port if parts.port else '')

@@ -44,6 +44,16 @@ class ExecutorDouble:
         self.store.finish_job(job_id, status, rc=0 if status == 'succeeded' else 2)
         self._emit(job_id, {'type': 'state', 'job_id': job_id, 'status': status})
 
+    def submit_batch(self, batch_spec):
+        """The batch and its tasks, stored as the real executor stores them; nothing runs them here."""
+        jobs = [{'kind': t.job.kind, 'name': t.job.name, 'spec': t.job.to_dict(), 'task_id': t.task_id}
+                for t in batch_spec.tasks]
+        return self.store.create_batch(batch_spec.to_dict(), batch_spec.name, output_dir=batch_spec.output_dir,
+                                       max_concurrency=batch_spec.max_concurrency, jobs=jobs)
+
+    def cancel_batch(self, batch_id):
+        return self.store.mark_batch_cancelled(batch_id)
+
     def cancel(self, job_id):
         event = self.cancelled.get(job_id)
         if event is None:

@@ -74,8 +74,12 @@ def test_loopback_without_token_only_when_asked(argv):
     assert serve_settings(_args(*argv), environ={})['token'] is None
 
 
-def test_environment_token_and_non_loopback_bind():
-    assert serve_settings(_args('--bind', '0.0.0.0'), environ={'XUANWU_API_TOKEN': TOKEN})['token'] == TOKEN
+def test_environment_token_and_non_loopback_bind_only_with_tls_or_when_asked():
+    with pytest.raises(ServeError) as err:
+        serve_settings(_args('--bind', '0.0.0.0'), environ={'XUANWU_API_TOKEN': TOKEN})
+    assert '--insecure-plaintext' in str(err.value)
+    settings = serve_settings(_args('--bind', '0.0.0.0', '--insecure-plaintext'), environ={'XUANWU_API_TOKEN': TOKEN})
+    assert settings['token'] == TOKEN and settings['plaintext_remote'] is True
     assert load_token(None, {}) is None
 
 
