@@ -90,6 +90,10 @@ class ActionModule(ActionBase):
         elif _workloads.not_applicable(kind, run):
             # fewer than two ranks: the run is listed, once, as not applicable (never a pass, never a failure)
             summary['not_applicable'] = _workloads.not_applicable(kind, run)
+            if 'busbw_gbps' in summary:
+                # no link carried these figures: kept aside, neither plotted nor exported as a measurement
+                summary['busbw_gbps_not_applicable'] = summary.pop('busbw_gbps')
+                summary.pop('avg_busbw_gbps', None)
         elif not _findings.failed_checks(own):
             reason = _workloads.not_judged(kind, run, judged)
             if reason:

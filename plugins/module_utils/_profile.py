@@ -507,6 +507,12 @@ SCHEMA = {
                         'sample_s': {'type': 'int', 'default': 10, 'min': 1, 'description': 'Sampling interval.'},
                         'max_rss_growth_pct': {'type': 'float', 'default': 10.0, 'min': 0, 'description': 'Host RSS growth bound.'},
                         'max_gpu_mem_growth_pct': {'type': 'float', 'default': 10.0, 'min': 0, 'description': 'GPU memory growth bound.'},
+                        'min_iterations_per_s': {
+                            'type': 'float', 'min': 0,
+                            'description': 'The slowest rank of the soak (its default all-reduce and matmul sizes) must run at '
+                                           'least this many iterations per second (workload.soak_throughput): a GPU shared '
+                                           'with another process, or held down, does less work. Source it from healthy '
+                                           'nodes of the same GPU count; absent: not judged.'},
                     },
                 },
             },

@@ -72,6 +72,12 @@ CHECKS = {
         'Memory that keeps growing under a steady workload is a leak (driver, NCCL plugin or the software '
         'stack); new ECC/Xid errors under load mean a failing GPU: drain the node, run dcgmi diag -r 3, and '
         'RMA the GPU if errors repeat.'),
+    'workload.soak_throughput': _e(
+        'Soak: fewer iterations per second than healthy GPUs of the model', 'fail',
+        'The GPUs did less work under the soak than healthy ones of the model do: look for another process on them '
+        '(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv), for clocks held down (the '
+        'dmon.* findings, nvidia-smi -q -d PERFORMANCE), for a slow link in the soak\'s all-reduce (the collectives '
+        'findings), then rerun the soak alone on the node.'),
 }
 
 
@@ -266,8 +272,11 @@ def evaluate_nccl_tests(run, profile, host, component=None):
                          'a complete nccl-tests report',
                          '%s printed nothing parsable (%s): %s' % (component, err.reason, err.excerpt or excerpt(run.get('output_tail'))))]
     curve = (((profile or {}).get('collectives') or {}).get(collective) or {}).get('curve')
-    findings.extend(_collectives.implausible_findings(parsed, profile, host, component))
     single = parsed.get('nranks') is not None and parsed['nranks'] < MIN_RANKS
+    if not single:
+        # one rank moves nothing over a link (sendrecv copies within the GPU's own memory): not applicable, never
+        # implausible -- a healthy one-GPU node would otherwise fail on a figure no link was asked to carry
+        findings.extend(_collectives.implausible_findings(parsed, profile, host, component))
     findings.extend(f for f in _collectives.evaluate_curve(parsed, [] if single else curve or [], host, collective))
     if not parsed.get('rows') and not any(f['severity'] == 'fail' for f in findings):
         findings.append(_finding(host, 'workload.not_measured', component, 'no result rows', 'a bus bandwidth per size',
@@ -321,10 +330,11 @@ def evaluate_torch_allreduce(run, profile, host, component='torch all_reduce'):
                                  '%s failed: %s' % (component, result.get('error'))))
     findings.extend(evaluate_placement(result, profile, host, component))
     parsed = _collectives.rows_from_bench(result)
-    findings.extend(_collectives.implausible_findings(parsed, profile, host, component))
     curve = (((profile or {}).get('collectives') or {}).get('all_reduce') or {}).get('curve')
     if isinstance(result.get('world_size'), int) and result['world_size'] < MIN_RANKS:
-        curve = None        # not applicable (not_applicable says why)
+        curve = None        # not applicable (not_applicable says why), and no link was measured
+    else:
+        findings.extend(_collectives.implausible_findings(parsed, profile, host, component))
     for f in _collectives.evaluate_curve(parsed, curve or [], host, 'all_reduce'):
         if f['check'] in ('collectives.incomplete', 'collectives.nccl_error') and not result.get('ok', False):
             continue
@@ -399,6 +409,7 @@ def evaluate_soak(run, spec, host, component='soak', profile=None):
     if gpu is not None and gpu > bound_gpu:
         findings.append(_finding(host, 'workload.soak', component, 'GPU memory +%.1f%%' % gpu, '<= +%s%%' % bound_gpu,
                                  'GPU memory grew by %.1f%% during the soak' % gpu))
+    findings.extend(_soak_throughput(result, spec.get('min_iterations_per_s'), host, component))
     for err in result.get('new_errors') or []:
         findings.append(_finding(host, 'workload.soak', '%s gpu%s' % (component, err.get('gpu')),
                                  '%s %s -> %s' % (err.get('field'), err.get('before'), err.get('after')), 'no new errors',
@@ -407,6 +418,32 @@ def evaluate_soak(run, spec, host, component='soak', profile=None):
         findings.append(_finding(host, 'workload.failed', component, result['error'], 'no error',
                                  'the soak stopped: %s' % result['error']))
     return findings
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _soak_throughput(result, bound, host, component):
+    """``workload.soak_throughput``: the slowest rank's iterations per second (its iterations over the soak's duration)
+    below ``workloads.soak.min_iterations_per_s``; not judged without the bound or without the figures."""
+    duration = _number(result.get('duration_s'))
+    if bound is None or not duration or duration <= 0:
+        return []
+    ranks = [(r.get('rank'), _number(r.get('iterations'))) for r in result.get('per_rank') or [] if isinstance(r, dict)]
+    ranks = [(rank, its) for rank, its in ranks if its is not None]
+    if not ranks and _number(result.get('iterations')) is not None:
+        ranks = [(0, result['iterations'])]
+    if not ranks:
+        return []
+    rank, iterations = min(ranks, key=lambda pair: pair[1])
+    rate = iterations / float(duration)
+    if rate >= bound:
+        return []
+    return [_finding(host, 'workload.soak_throughput', component, '%.1f iterations/s (rank %s)' % (rate, rank),
+                     '>= %s iterations/s' % bound,
+                     'rank %s of the soak ran %d iterations in %.1f s (%.1f/s), below the %s/s healthy GPUs of the model '
+                     'sustain (workloads.soak.min_iterations_per_s)' % (rank, iterations, duration, rate, bound))]
 
 
 def evaluate_mesh(run, host):

@@ -72,12 +72,37 @@ def test_nccl_tests_on_one_gpu_are_not_applicable_never_failures():
     assert _workloads.not_applicable('nccl_tests', two) is None
 
 
-def test_sendrecv_within_one_gpu_is_implausible():
+def test_sendrecv_within_one_gpu_is_not_applicable_never_implausible():
+    # one rank copies within its own GPU: no link was asked to carry the figure, so a healthy one-GPU node passes
+    # (a 1x H200 failed here on its real sendrecv_perf before, bench/gpu-host-validate.md)
     run = _nccl('sendrecv', 'derived', 'nccl', 'nccl-tests_sendrecv_perf_-g1_copy-within-one-gpu.txt')
-    found = _judge.Judge(_h200x1()).workload('nccl_tests', run, 'n1')
-    assert _checks(found) == [('collectives.implausible', 'fail')]
-    assert found[0]['measured'].startswith('busbw 1933.0 GB/s at 8 GiB (')
-    assert found[0]['expected'] == 'busbw <= 181.5 GB/s (PCIe gen6 x16 (a generation above gen_min 5) = 121.0 GB/s, x 1.5)'
+    assert _judge.Judge(_h200x1()).workload('nccl_tests', run, 'n1') == []
+    assert 'not applicable: sendrecv_perf ran on 1 rank(s)' in _workloads.not_applicable('nccl_tests', run)
+
+
+def _scaled(text, factor):
+    """A real nccl-tests output with every busbw and algbw multiplied by ``factor`` (time divided)."""
+    out = []
+    for line in text.splitlines():
+        cells = line.split()
+        if len(cells) >= 13 and cells[0].isdigit():
+            for i in (6, 7, 10, 11):
+                cells[i] = '%.2f' % (float(cells[i]) * factor)
+            for i in (5, 9):
+                cells[i] = '%.2f' % (float(cells[i]) / factor)
+            line = '  '.join(cells)
+        out.append(line)
+    return '\n'.join(out) + '\n'
+
+
+def test_two_ranks_above_what_the_links_carry_are_implausible():
+    # derived from the real 2x H200 sendrecv: x 3 puts 8 GiB at about 1100 GB/s, above NVLink 18 x 26.562 GB/s x 1.5
+    real = _text('hardware', 'h200x2-nvlink-nccl-tests', 'nccl-tests_sendrecv_perf_-b8_-e8G_-f2_-g2_run1.txt')
+    run = {'collective': 'sendrecv', 'stdout': _scaled(real, 3.0), 'exit_code': 0}
+    found = [f for f in _judge.Judge(load_profile_file(H200X2)).workload('nccl_tests', run, 'n1')
+             if f['check'] == 'collectives.implausible']
+    assert [(f['check'], f['severity']) for f in found] == [('collectives.implausible', 'fail')]
+    assert found[0]['expected'] == 'busbw <= 717.2 GB/s (NVLink 18 x 26.562 GB/s = 478.1 GB/s, x 1.5)'
     assert found[0]['component'] == 'sendrecv_perf'
 
 
