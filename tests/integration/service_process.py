@@ -37,6 +37,7 @@ def write_config(folder, **settings):
     config.update(settings)
     path = folder / 'xuanwu.yml'
     path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)        # it may hold webhook_secret: the service refuses a config file others can read
     return path
 
 

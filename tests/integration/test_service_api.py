@@ -199,14 +199,15 @@ def test_event_stream_of_a_job(service):
 
 
 def test_batch_retries_transient_failures_only(service, tmp_path):
-    """Command jobs on localhost: 'flaky' fails as a lost connection does (exit 255, "Connection refused")
-    on its first two runs, then passes; 'broken' fails for good (exit 3)."""
+    """Command jobs on localhost: 'flaky' exits 255 printing "Connection refused" on its first two runs, then passes;
+    'broken' fails for good (exit 3). A command's own exit status is the user's: it is retried only because the batch
+    names 255 in the task's retry_on_exit_codes (without it, tests/unit/service/test_failure_classes.py: permanent, run once)."""
     counter = tmp_path / 'flaky-count'
     flaky = ('n=$(cat %s 2>/dev/null || echo 0); n=$((n + 1)); echo $n > %s; '
              '[ $n -gt 2 ] || { echo "ssh: connect to host node7 port 22: Connection refused" >&2; exit 255; }'
              % (counter, counter))
     body = {'output_dir': 'retry-%d' % os.getpid(), 'max_concurrency': 2, 'retry_count': 2, 'timeout_sec': 120,
-            'task_list': [{'task_id': 'flaky', 'params': {'command': flaky, 'nodes': ['localhost']}},
+            'task_list': [{'task_id': 'flaky', 'params': {'command': flaky, 'nodes': ['localhost'], 'retry_on_exit_codes': [255]}},
                           {'task_id': 'broken', 'params': {'command': 'exit 3', 'nodes': ['localhost']}}]}
     resp = service.post('/api/v1/batches', body)
     assert resp.status_code == 201, resp.text
