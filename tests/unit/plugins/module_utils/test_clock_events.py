@@ -2,7 +2,7 @@
 
 The SW power cap under full load is how a healthy GPU runs and never fails; HW slowdown, HW thermal slowdown and
 HW power brake fail, SW thermal slowdown warns (the classes of the profile's gpu.clock_event_reasons). The faults
-are derived from tests/fixtures/dmon/h200x1_clock-events_bf16-matmul-written.csv by setting a reason's bit in
+are derived from tests/fixtures/dmon/h200x1_clock-events_bf16-matmul.csv (a real capture) by setting a reason's bit in
 loaded samples; the healthy runs replay the real 2x H200 dmon captures."""
 import os
 
@@ -18,7 +18,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import val
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DMON = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures', 'dmon'))
-EVENTS = 'h200x1_clock-events_bf16-matmul-written.csv'
+EVENTS = 'h200x1_clock-events_bf16-matmul.csv'
 H200 = {'sustained_sm_clock_min_mhz': 1200}
 COMMAND = ('nvidia-smi --query-gpu=index,clocks_event_reasons.active,clocks.sm,power.draw,power.limit,temperature.gpu '
            '--format=csv,noheader,nounits -lms 1000')
@@ -30,7 +30,7 @@ def _read(name):
 
 
 def _derived(bit, samples, clock=None, gpu=0):
-    """The written capture with ``bit`` set in the loaded samples numbered ``samples`` (0-based, among the lines of
+    """The real capture with ``bit`` set in the loaded samples numbered ``samples`` (0-based, among the lines of
     GPU ``gpu`` that have 0x4), their SM clock set to ``clock`` when given."""
     out, seen = [], 0
     for line in _read(EVENTS).splitlines():
@@ -53,12 +53,12 @@ def _run(dmon_name, events_text, **events):
 
 # --- the parser ----------------------------------------------------------------------------------------------------
 
-def test_parse_the_written_capture():
+def test_parse_the_real_capture():
     parsed = parse_clock_events(_read(EVENTS))
-    assert parsed['samples'] == 48 and parsed['errors'] == [] and [g['index'] for g in parsed['gpus']] == [0]
-    loaded = parsed['gpus'][0]['samples'][5]
-    assert loaded == {'index': 0, 'reasons_mask': 4, 'reasons': ['sw_power_cap'], 'sm_clock_mhz': 1500, 'power_w': 698.72,
-                      'power_limit_w': 700.0, 'gtemp_c': 44}
+    assert parsed['samples'] == 61 and parsed['errors'] == [] and [g['index'] for g in parsed['gpus']] == [0]
+    loaded = parsed['gpus'][0]['samples'][15]
+    assert loaded == {'index': 0, 'reasons_mask': 4, 'reasons': ['sw_power_cap'], 'sm_clock_mhz': 1485, 'power_w': 691.78,
+                      'power_limit_w': 700.0, 'gtemp_c': 62}
     assert parsed['gpus'][0]['samples'][0]['reasons'] == ['gpu_idle']
 
 
@@ -118,8 +118,8 @@ def test_a_power_capped_healthy_gpu_never_fails(dmon_name):
     found, entry = dmon.judge_run(_run(dmon_name, _read(EVENTS)), H200, host='n1', workload='soak')
     assert found == []
     gpu0 = entry['clock_events']['gpus']['gpu0']
-    assert gpu0['reasons'] == {'gpu_idle': 8, 'sw_power_cap': 40} and gpu0['sm_clock_mhz']['median'] == 1470
-    assert entry['clock_events']['samples'] == 48 and 'not_judged' not in entry
+    assert gpu0['reasons'] == {'gpu_idle': 13, 'sw_power_cap': 45} and gpu0['sm_clock_mhz']['median'] == 1470
+    assert entry['clock_events']['samples'] == 61 and 'not_judged' not in entry
     # the real 2x H200 captures without clock events and with the old counter defaults gone: no finding either
     assert dmon.judge_run(dict(_run(dmon_name, ''), clock_events=None), H200, host='n1')[0] == []
 
@@ -129,17 +129,17 @@ def test_each_hardware_reason_fails(bit, reason):
     found, _entry = dmon.judge_run(_run('h200x2_dmon_busy.txt', _derived(bit, range(10, 21), clock=990)), H200, host='n1',
                                    workload='soak')
     assert [(f['check'], f['component'], f['severity']) for f in found] == [('dmon.throttle', 'gpu0', 'fail')]
-    assert found[0]['measured'] == '%s in 11 of 48 samples (SM clock 990 MHz then)' % reason
+    assert found[0]['measured'] == '%s in 11 of 61 samples (SM clock 990 MHz then)' % reason
     assert found[0]['message'].startswith('during soak: gpu0: the driver held the clocks down')
 
 
 def test_sw_thermal_slowdown_warns_and_a_hardware_reason_names_both():
     found, _entry = dmon.judge_run(_run('h200x2_dmon_busy.txt', _derived(0x20, range(5, 9))), H200, host='n1')
     assert [(f['check'], f['severity'], f['measured']) for f in found] == [
-        ('dmon.throttle_warn', 'warn', 'sw_thermal_slowdown in 4 of 48 samples (SM clock 1465-1500 MHz then)')]
+        ('dmon.throttle_warn', 'warn', 'sw_thermal_slowdown in 4 of 61 samples (SM clock 1455-1485 MHz then)')]
     found, _entry = dmon.judge_run(_run('h200x2_dmon_busy.txt', _derived(0x20 | 0x40, range(5, 9))), H200, host='n1')
     assert [(f['check'], f['measured']) for f in found] == [
-        ('dmon.throttle', 'hw_thermal_slowdown in 4 of 48 samples, sw_thermal_slowdown in 4 of 48 samples (SM clock 1465-1500 MHz then)')]
+        ('dmon.throttle', 'hw_thermal_slowdown in 4 of 61 samples, sw_thermal_slowdown in 4 of 61 samples (SM clock 1455-1485 MHz then)')]
 
 
 def test_a_single_sample_is_a_transition_not_a_fault():

@@ -18,7 +18,7 @@ def _read(name):
 
 
 def _hw_slowdown():
-    lines = _read('h200x1_clock-events_bf16-matmul-written.csv').replace('0x0000000000000004', '0x000000000000000c')
+    lines = _read('h200x1_clock-events_bf16-matmul.csv').replace('0x0000000000000004', '0x000000000000000c')
     return {'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': _read('h200x2_dmon_busy.txt'),
             'clock_events': {'command': 'nvidia-smi --query-gpu=...', 'stdout': lines}}
 
@@ -65,7 +65,7 @@ def test_a_dmon_check_by_its_own_id():
     judge = _judge.Judge(_profile({'severity': {'dmon.throttle': 'warn'}}))
     found, entry = judge.dmon(_hw_slowdown(), 'n1', 'soak')
     assert [(f['check'], f['severity']) for f in found] == [('dmon.throttle', 'warn')]
-    assert entry['clock_events']['gpus']['gpu0']['reasons']['hw_slowdown'] == 40
+    assert entry['clock_events']['gpus']['gpu0']['reasons']['hw_slowdown'] == 45
 
 
 def test_the_profile_bounds_and_classes_reach_the_dmon_checks():

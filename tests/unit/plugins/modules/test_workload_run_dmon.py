@@ -12,7 +12,7 @@ import pytest
 from test_bundle_modules import DEMO, ROOT, run_module
 
 BUSY = os.path.join(ROOT, 'tests', 'fixtures', 'dmon', 'h200x2_dmon_busy.txt')
-EVENTS = os.path.join(ROOT, 'tests', 'fixtures', 'dmon', 'h200x1_clock-events_bf16-matmul-written.csv')
+EVENTS = os.path.join(ROOT, 'tests', 'fixtures', 'dmon', 'h200x1_clock-events_bf16-matmul.csv')
 
 
 def _script(folder, body):
