@@ -1,0 +1,121 @@
+"""The real 1x H200 runs of bench/gpu-host-validate.md replayed through the judge (no playbook, milliseconds).
+
+tests/fixtures/hardware/h200x1-validate/run<N>/ holds what validate.yml ran on the host (nccl-tests, the four PyTorch
+workloads, the dmon and clock event samplings of each) and its report.json; h200x1-bundle/ is the host's capture. A
+healthy run gives no finding against profiles/h200x1.yml; the injected faults give their named findings: another
+process's bf16 matmuls during the run (run 5) workload.soak_throughput, a leftover torchrun job holding 20 GiB (run 7)
+gpu.process and host.leftover_process."""
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_clock_events import QUERY_FIELDS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile, validate_profile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HW = os.path.join(ROOT, 'tests', 'fixtures', 'hardware')
+RUNS = os.path.join(HW, 'h200x1-validate')
+HEALTHY = [4, 6, 8]
+COLLECTIVES = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall', 'sendrecv']
+TORCH = [('allreduce_bench', 'torch_allreduce'), ('ddp_smoke', 'ddp_smoke'), ('fault_isolation', 'fault_isolation'),
+         ('soak', 'soak')]
+EVENTS = ('nvidia-smi --query-gpu=index,clocks_event_reasons.active,clocks.sm,power.draw,power.limit,temperature.gpu '
+          '--format=csv,noheader,nounits -lms 1000')
+
+
+def _profile():
+    with open(os.path.join(ROOT, 'profiles', 'h200x1.yml')) as handle:
+        # the host has no chronyd: the runs were made with host.time off (bench/gpu-host-validate.sh)
+        return merge_profile(validate_profile(yaml.safe_load(handle), 'h200x1.yml'), {'host': {'time': None}})
+
+
+PROFILE = _profile()
+
+
+def _read(run, name):
+    with open(os.path.join(RUNS, 'run%d' % run, name)) as handle:
+        return handle.read()
+
+
+def _dmon(run, component):
+    return {'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': _read(run, 'dmon_%s.txt' % component),
+            'clock_events': {'command': EVENTS, 'interval_s': 1, 'exit_code': -15, 'fields': list(QUERY_FIELDS),
+                             'stdout': _read(run, 'clock-events_%s.csv' % component)}}
+
+
+def _judged(run):
+    """{component: [(check, severity)]} of every workload of the run and of its dmon samples."""
+    judge = _judge.Judge(PROFILE)
+    out = {}
+    for coll in COLLECTIVES:
+        component = '%s_perf' % coll
+        if not os.path.exists(os.path.join(RUNS, 'run%d' % run, 'nccl-tests_%s.txt' % component)):
+            continue
+        found = judge.workload('nccl_tests', {'collective': coll, 'component': component, 'exit_code': 0,
+                                              'stdout': _read(run, 'nccl-tests_%s.txt' % component)}, 'h200x1')
+        out[component] = found + judge.dmon(_dmon(run, component), 'h200x1', component)[0]
+    for name, kind in TORCH:
+        if not os.path.exists(os.path.join(RUNS, 'run%d' % run, 'torch_%s.txt' % name)):
+            continue
+        found = judge.workload(kind, {'stdout': _read(run, 'torch_%s.txt' % name), 'exit_code': 0}, 'h200x1')
+        out[name] = found + judge.dmon(_dmon(run, name), 'h200x1', name)[0]
+    return dict((k, sorted((f['check'], f['severity']) for f in v)) for k, v in out.items())
+
+
+def test_the_capture_passes_its_profile():
+    facts = _probe.probe(_probe.ReplayRunner(os.path.join(HW, 'h200x1-bundle')))
+    assert facts['gpu']['count'] == 1
+    findings = _judge.evaluate(facts, PROFILE, 'h200x1')
+    # the one warning is true: ss is not installed on that host, so the ports were not looked at
+    assert [(f['check'], f['severity'], f['component']) for f in findings if f['severity'] != 'info'] == [
+        ('facts.not_measured', 'warn', 'ports')]
+
+
+@pytest.mark.parametrize('run', HEALTHY)
+def test_a_healthy_run_has_no_finding(run):
+    judged = _judged(run)
+    assert sorted(judged) == sorted(['%s_perf' % c for c in COLLECTIVES] + [n for n, _k in TORCH])
+    assert judged == dict((k, []) for k in judged)
+    report = json.loads(_read(run, 'report.json'))['hosts']['gpu-host']
+    assert report['counts'] == {'fail': 0, 'warn': 1, 'info': 0}     # facts.not_measured: ss is not installed
+
+
+@pytest.mark.parametrize('run', HEALTHY)
+def test_one_rank_is_not_applicable_and_the_soak_runs_at_the_power_cap(run):
+    for coll in COLLECTIVES:
+        stdout = _read(run, 'nccl-tests_%s_perf.txt' % coll)
+        assert 'ran on 1 rank(s)' in _workloads.not_applicable('nccl_tests', {'collective': coll, 'stdout': stdout})
+    _found, entry = _judge.Judge(PROFILE).dmon(_dmon(run, 'soak'), 'h200x1', 'soak')
+    gpu0 = entry['clock_events']['gpus']['gpu0']
+    assert set(gpu0['reasons']) == {'gpu_idle', 'sw_power_cap'} and gpu0['reasons']['sw_power_cap'] >= 55
+    assert 1500 <= gpu0['sm_clock_mhz']['median'] <= 1600 and gpu0['power_w']['median'] > 680
+
+
+def test_the_sendrecv_that_failed_a_healthy_node_before_is_not_applicable():
+    # run 1 failed collectives.implausible on sendrecv_perf within the one GPU (1933 GB/s): now nothing, for every collective
+    assert json.loads(_read(1, 'report.json'))['hosts']['gpu-host']['findings'][0]['check'] == 'collectives.implausible'
+    assert _judged(1) == dict(('%s_perf' % c, []) for c in COLLECTIVES)
+
+
+def test_a_competing_process_is_the_soak_throughput():
+    # another process's bf16 matmuls from the first collective on: the soak ran 242 iterations/s instead of 555-559
+    judged = _judged(5)
+    assert judged.pop('soak') == [('workload.soak_throughput', 'fail')]
+    assert judged == dict((k, []) for k in judged)          # nothing else saw it: the clocks stay power-capped
+    found = _judge.Judge(PROFILE).workload('soak', {'stdout': _read(5, 'torch_soak.txt'), 'exit_code': 0}, 'h200x1')
+    assert found[0]['measured'] == '242.4 iterations/s (rank 0)' and found[0]['expected'] == '>= 443.0 iterations/s'
+    # the bound is what catches it: without it the run is not judged on its throughput
+    loose = merge_profile(PROFILE, {'workloads': {'soak': {'min_iterations_per_s': None}}})
+    assert _judge.Judge(loose).workload('soak', {'stdout': _read(5, 'torch_soak.txt'), 'exit_code': 0}, 'h200x1') == []
+
+
+def test_a_leftover_job_holding_the_gpu_fails_the_node_before_any_load():
+    report = json.loads(_read(7, 'report.json'))['hosts']['gpu-host']
+    fails = sorted((f['check'], f['component']) for f in report['findings'] if f['severity'] == 'fail')
+    assert fails == [('gpu.process', 'gpu0'), ('host.leftover_process', 'pid 3036')]
+    assert report['status'] == 'fail' and not report.get('workloads')
+    held = [f for f in report['findings'] if f['check'] == 'gpu.process'][0]
+    assert 'bench/gpu_load.py hold --gib 20' in held['measured'] and '21090 MiB' in held['measured']
