@@ -46,7 +46,8 @@ sanity: $(STAMP)
 	bash scripts/sanity.sh
 
 # The integration tests call ansible-playbook from PATH: run them once per controller venv, both at once
-# (each with its own fact cache and log; the logs are printed when both are done). pytest exits 5 when it
+# (each with its own fact cache and log; the logs are printed when both are done); with .venv-2.16 only the tests
+# marked both_controllers run (tests/conftest.py). pytest exits 5 when it
 # collects nothing; while tests/integration holds no test file the suite is reported as skipped.
 INTEGRATION_TESTS := $(shell find tests/integration -name 'test_*.py' 2>/dev/null)
 

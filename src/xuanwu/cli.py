@@ -91,6 +91,10 @@ def _job_data(args) -> dict:
         data.update(command=args.command, nodes=[n for n in (args.nodes or '').split(',') if n])
     if args.timeout_sec is not None:
         data['timeout_sec'] = args.timeout_sec
+    if args.retry_count is not None:
+        data['retry_count'] = args.retry_count
+    if args.retry_on_timeout:
+        data['retry_on_timeout'] = True
     return data
 
 
@@ -304,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument('--command', help='a shell command to run on --nodes (Slurm, SSH or locally)')
     run.add_argument('--nodes', help='comma-separated nodes of --command')
     run.add_argument('--timeout-sec', type=int, help='kill the job after this many seconds')
+    run.add_argument('--retry-count', type=int, help='retries of a transient failure (default 0)')
+    run.add_argument('--retry-on-timeout', action='store_true',
+                     help='a timeout is transient (retried within --retry-count); by default it is the job\'s own, permanent')
     run.add_argument('--json', action='store_true', help='print the job record as JSON')
     run.set_defaults(func=cmd_run)
 

@@ -557,7 +557,12 @@ class Executor:
         if att.cancelled or (job is not None and job['status'] == 'cancelled'):
             out.update(status='cancelled', error_class=None, reason='cancelled by request')
         elif att.timed_out:
-            out.update(status='failed', error_class=TRANSIENT, reason='timed out after %d s' % spec.timeout_sec)
+            # the job's own time ran out: permanent, unless the job says a timeout is worth a retry
+            if spec.retry_on_timeout:
+                out.update(status='failed', error_class=TRANSIENT,
+                           reason='timed out after %d s (retry_on_timeout)' % spec.timeout_sec)
+            else:
+                out.update(status='failed', error_class=PERMANENT, reason='timed out after %d s' % spec.timeout_sec)
         elif rc == 0:
             out.update(status='succeeded', error_class=None, reason=None)
         elif not exit_info:

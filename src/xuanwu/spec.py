@@ -25,10 +25,12 @@ MAX_NODES = 4096
 MAX_TASKS = 10000
 MAX_RETRIES = 20
 PARAM_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,63}$')
-PLAYBOOK_KEYS = ('name', 'playbook', 'inventory', 'limit', 'extra_vars', 'timeout_sec', 'webhook_url', 'retry_count')
-COMMAND_KEYS = ('name', 'command', 'nodes', 'timeout_sec', 'webhook_url', 'retry_count', 'retry_on_exit_codes')
+PLAYBOOK_KEYS = ('name', 'playbook', 'inventory', 'limit', 'extra_vars', 'timeout_sec', 'webhook_url', 'retry_count',
+                 'retry_on_timeout')
+COMMAND_KEYS = ('name', 'command', 'nodes', 'timeout_sec', 'webhook_url', 'retry_count', 'retry_on_exit_codes',
+                'retry_on_timeout')
 BATCH_KEYS = ('name', 'input_dir', 'output_dir', 'max_concurrency', 'retry_count', 'timeout_sec', 'task_list',
-              'command', 'nodes', 'retry_on_exit_codes')
+              'command', 'nodes', 'retry_on_exit_codes', 'retry_on_timeout')
 TASK_KEYS = ('task_id', 'params')
 
 
@@ -59,6 +61,7 @@ class JobSpec:
     cwd: str | None = None
     retry_count: int = 0
     retry_on_exit_codes: list = dataclasses.field(default_factory=list)
+    retry_on_timeout: bool = False  # a timeout is the job's own (permanent) unless this says it is worth a retry
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -115,6 +118,12 @@ def _int(value: Any, field: str, low: int, high: int) -> int:
     value = int(value)
     if value < low or value > high:
         raise SpecError(field, 'must be between %d and %d, got %d' % (low, high, value))
+    return value
+
+
+def _bool(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(field, 'must be true or false, got %s' % _show(value))
     return value
 
 
@@ -200,7 +209,8 @@ def _extra_vars(value: Any, field: str) -> dict:
     return dict(value)
 
 
-def parse_job(data: dict, config, field: str = '', default_timeout=None, default_name=None) -> JobSpec:
+def parse_job(data: dict, config, field: str = '', default_timeout=None, default_name=None,
+              default_retry_on_timeout=False) -> JobSpec:
     """Validate a job submission; ``field`` prefixes error fields (used by batches)."""
     data = _mapping(data, field or 'job')
     has_playbook, has_command = 'playbook' in data, 'command' in data
@@ -220,6 +230,7 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
     timeout = _timeout(data, config, field, default_timeout)
     webhook = _webhook(data, field)
     retry = _int(data.get('retry_count', 0), _prefix(field, 'retry_count'), 0, MAX_RETRIES)
+    on_timeout = _bool(data.get('retry_on_timeout', default_retry_on_timeout), _prefix(field, 'retry_on_timeout'))
     if has_command:
         command = _str(data['command'], _prefix(field, 'command'))
         if len(command) > MAX_COMMAND or '\x00' in command:
@@ -235,7 +246,7 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
             raise SpecError(_prefix(field, 'nodes'), 'lists a node twice')
         codes = _exit_codes(data.get('retry_on_exit_codes', []), _prefix(field, 'retry_on_exit_codes'))
         return JobSpec(kind='command', name=name, timeout_sec=timeout, command=command, nodes=list(nodes),
-                       webhook_url=webhook, retry_count=retry, retry_on_exit_codes=codes)
+                       webhook_url=webhook, retry_count=retry, retry_on_exit_codes=codes, retry_on_timeout=on_timeout)
     playbook = _str(data['playbook'], _prefix(field, 'playbook'))
     if playbook not in config.playbooks:
         raise SpecError(_prefix(field, 'playbook'), 'unknown playbook %s; registered: %s (a name, never a path)'
@@ -259,7 +270,7 @@ def parse_job(data: dict, config, field: str = '', default_timeout=None, default
     extra = {} if data.get('extra_vars') is None else _extra_vars(data['extra_vars'], _prefix(field, 'extra_vars'))
     return JobSpec(kind='playbook', name=name, timeout_sec=timeout, playbook=playbook,
                    playbook_path=str(config.playbook_path(playbook)), inventory=str(inv), limit=limit,
-                   extra_vars=extra, webhook_url=webhook, retry_count=retry)
+                   extra_vars=extra, webhook_url=webhook, retry_count=retry, retry_on_timeout=on_timeout)
 
 
 def _template(value: Any, field: str) -> list:
@@ -350,6 +361,7 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
     concurrency = _int(data.get('max_concurrency', config.max_concurrency), 'max_concurrency', 1, 1024)
     retry = _int(data.get('retry_count', 0), 'retry_count', 0, MAX_RETRIES)
     timeout = _int(data.get('timeout_sec', config.default_timeout_sec), 'timeout_sec', 1, MAX_TIMEOUT_SEC)
+    on_timeout = _bool(data.get('retry_on_timeout', False), 'retry_on_timeout')
     if 'task_list' in data:
         items = data['task_list']
         if not isinstance(items, list) or not items or len(items) > MAX_TASKS:
@@ -403,10 +415,11 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
             argv = _fill(template, params, where + '.params')
             env = {'XUANWU_PARAM_%s' % key.upper(): value for key, value in params.items()}
             job = JobSpec(kind='command', name=task_id, timeout_sec=timeout, command=shlex.join(argv),
-                          nodes=list(nodes), argv=argv, cwd=str(base), env=env, retry_on_exit_codes=codes)
+                          nodes=list(nodes), argv=argv, cwd=str(base), env=env, retry_on_exit_codes=codes,
+                          retry_on_timeout=on_timeout)
         else:
             job = parse_job(item['params'], config, field=where + '.params', default_timeout=timeout,
-                            default_name=task_id)
+                            default_name=task_id, default_retry_on_timeout=on_timeout)
         if template is not None:
             job.env.update(XUANWU_TASK_ID=task_id, XUANWU_OUTPUT_DIR=task_out)
         if input_dir is not None:

@@ -42,14 +42,24 @@ def _gone(pid):
         return True
 
 
-def test_a_job_past_its_timeout_fails_transiently_and_its_tree_is_gone(tmp_path):
+def test_a_job_past_its_timeout_fails_and_its_tree_is_gone(tmp_path):
+    # a timeout is the job's own (permanent, not retried) unless the job asks for retries of it: then each
+    # attempt is stopped at the bound, whole tree, and the job ends after its retries
     config = write_config(tmp_path)
     done = xuanwu(config, 'run', '--playbook', 't-sleep', '--inventory', INVENTORY, '--timeout-sec', '4',
-                  '-e', 'sleep_sec=60', '--json')
+                  '--retry-count', '1', '-e', 'sleep_sec=60', '--json')
     assert done.returncode == 2, done.stderr
     job = json.loads(done.stdout)
-    assert (job['status'], job['error_class'], job['reason']) == ('failed', 'transient', 'timed out after 4 s')
+    assert (job['status'], job['error_class'], job['reason']) == ('failed', 'permanent', 'timed out after 4 s')
     assert job['attempt_list'][0]['status'] == 'failed' and job['attempts'] == 1
+    with pytest.raises(ProcessLookupError):
+        os.killpg(job['pgid'], 0)
+    done = xuanwu(config, 'run', '--playbook', 't-sleep', '--inventory', INVENTORY, '--timeout-sec', '3',
+                  '--retry-count', '1', '--retry-on-timeout', '-e', 'sleep_sec=60', '--json')
+    assert done.returncode == 2, done.stderr
+    job = json.loads(done.stdout)
+    assert (job['status'], job['error_class'], job['attempts']) == ('failed', 'transient', 2)
+    assert job['reason'] == 'timed out after 3 s (retry_on_timeout)'
     with pytest.raises(ProcessLookupError):
         os.killpg(job['pgid'], 0)
 

@@ -137,3 +137,28 @@ def test_a_runner_that_cannot_start_is_a_transient_failure_retried(executor, mon
     assert (job['status'], job['attempts'], len(calls)) == ('succeeded', 2, 2)
     first = job['attempt_list'][0]
     assert (first['status'], first['error_class']) == ('failed', 'transient') and 'Too many open files' in first['error']
+
+
+def test_retry_on_timeout_is_a_boolean_given_per_job_or_for_a_batch(tmp_path):
+    cfg = config(tmp_path)
+    assert parse_job({'name': 'j', 'nodes': ['localhost'], 'command': 'true'}, cfg).retry_on_timeout is False
+    assert parse_job({'name': 'j', 'nodes': ['localhost'], 'command': 'true', 'retry_on_timeout': True},
+                     cfg).retry_on_timeout is True
+    with pytest.raises(SpecError, match='retry_on_timeout: must be true or false'):
+        parse_job({'name': 'j', 'nodes': ['localhost'], 'command': 'true', 'retry_on_timeout': 'yes'}, cfg)
+    batch = parse_batch({'output_dir': str(tmp_path / 'out'), 'retry_on_timeout': True, 'task_list': [
+        {'task_id': 'a', 'params': {'command': 'true', 'nodes': ['localhost']}},
+        {'task_id': 'b', 'params': {'command': 'true', 'nodes': ['localhost'], 'retry_on_timeout': False}}]}, cfg)
+    assert [t.job.retry_on_timeout for t in batch.tasks] == [True, False]
+    batch = parse_batch({'output_dir': str(tmp_path / 'out'), 'command': 'echo {x}', 'retry_on_timeout': True,
+                         'task_list': [{'task_id': 'a', 'params': {'x': '1'}}]}, cfg)
+    assert batch.tasks[0].job.retry_on_timeout is True
+
+
+def test_a_timeout_is_permanent_unless_the_job_asks_for_its_retry(executor):
+    job = executor.run(parse_job({'name': 'slow', 'nodes': ['localhost'], 'retry_count': 1, 'timeout_sec': 1,
+                                  'command': 'sleep 30'}, executor.config))
+    assert (job['status'], job['error_class'], job['attempts'], job['reason']) == ('failed', 'permanent', 1, 'timed out after 1 s')
+    job = executor.run(parse_job({'name': 'slow', 'nodes': ['localhost'], 'retry_count': 1, 'timeout_sec': 1,
+                                  'retry_on_timeout': True, 'command': 'sleep 30'}, executor.config))
+    assert (job['status'], job['error_class'], job['attempts']) == ('failed', 'transient', 2)
