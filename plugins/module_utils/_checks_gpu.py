@@ -128,6 +128,13 @@ CHECKS = {
         'NVLink slower than expected', 'gpu<N>/nvlink<L>', 'fail', 'active link speed_gbps >= gpu.nvlink.speed_gbps_min',
         'Run `nvidia-smi nvlink --status -i {index}`; reset the GPU; reseat/replace the GPU baseboard or NVSwitch tray; '
         'open an RMA with the node serial.'),
+    'gpu.nvlink_errors': _c(
+        'NVLink error counters above the bound', 'gpu<N>/nvlink<L>', 'warn',
+        'every counter of gpu.nvlink.errors_max <= its bound (nvidia-smi nvlink -e, since the driver loaded or the '
+        'counters were reset)',
+        'Replays, recoveries and CRC errors mean a link that corrupts or retrains: run `nvidia-smi nvlink -e -i {index}` '
+        'again after a load (growing counters: reset the GPU, reseat/replace the GPU baseboard or NVSwitch tray, open an '
+        'RMA with the node serial); a count from an old incident clears with `nvidia-smi nvlink -re` and a re-check.'),
     'gpu.xid_fatal': _c(
         'Fatal Xid in the kernel log', 'gpu<N>', 'fail', 'gpu.xid_events has no Xid of gpu.xid.fatal',
         'Drain the node; collect `nvidia-bug-report.sh`; reset the GPU or reboot; run `dcgmi diag -r 3`; open an RMA with '
@@ -190,6 +197,7 @@ def check_gpu(run):
         _check_gpu_device(run, want, dev, _gpu_name(dev, i))
     _check_topology(run, want, gpu, devices)
     _check_nvlink(run, want, gpu, devices)
+    _check_nvlink_errors(run, want, gpu, devices)
     _check_xid(run, want, gpu, devices)
 
 
@@ -455,6 +463,27 @@ def _check_nvlink(run, want, gpu, devices):
                 elif speed < speed_min:
                     run.add('gpu.nvlink_speed', comp, speed, speed_min,
                             '%s runs at %s GB/s, profile wants at least %s GB/s' % (comp, speed, speed_min), index=index)
+
+
+def _check_nvlink_errors(run, want, gpu, devices):
+    bounds = (want.get('nvlink') or {}).get('errors_max')
+    if not bounds:
+        return
+    errors = gpu.get('nvlink_errors')
+    if not isinstance(errors, dict):
+        run.unknown(['nvidia_nvlink_errors'], 'gpu nvlink errors', 'NVLink error counters (nvidia-smi nvlink -e)')
+        return
+    for i, dev in enumerate(devices):
+        index = dev.get('index', i)
+        links = (errors.get(str(index)) or {}).get('links') or {}
+        for link in sorted(links, key=lambda name: int(name) if str(name).isdigit() else 1 << 20):
+            counters = links[link] if isinstance(links[link], dict) else {}
+            over = ['%s=%d (max %d)' % (name, counters[name], bounds[name]) for name in sorted(bounds)
+                    if isinstance(_num(counters.get(name)), (int, float)) and counters[name] > bounds[name]]
+            if over:
+                comp = 'gpu%s/nvlink%s' % (index, link)
+                run.add('gpu.nvlink_errors', comp, ', '.join(over), 'counters within gpu.nvlink.errors_max',
+                        '%s error counters: %s' % (comp, ', '.join(over)), index=index)
 
 
 def _check_xid(run, want, gpu, devices):

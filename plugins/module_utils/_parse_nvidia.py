@@ -708,6 +708,70 @@ def parse_nvlink_status(text):
 
 
 # --------------------------------------------------------------------------------------------
+# nvidia-smi nvlink -e (--errorcounters)
+# --------------------------------------------------------------------------------------------
+
+_NVLINK_ERRORS_SOURCE = 'nvidia-smi nvlink -e'
+_NVLINK_ERRORS_GPU = re.compile(r'^GPU\s+(\S+)')
+_NVLINK_ERRORS_LINE = re.compile(r'^Link\s+(\d+)\s*:\s*(.+?)\s*:\s*(\S+)\s*$')
+
+
+def counter_key(name):
+    """``Replay Errors`` -> ``replay_errors``, ``FEC Errors - 3`` -> ``fec_errors_3``: the key of a counter name."""
+    return '_'.join(re.findall(r'[a-z0-9]+', name.lower()))
+
+
+@_guarded(_NVLINK_ERRORS_SOURCE)
+def parse_nvlink_errors(text):
+    """Parse ``nvidia-smi nvlink -e``: the error counters of every NVLink, one section per GPU.
+
+    Returns ``{"0": {"links": {"0": {"replay_errors": 0, "recovery_errors": 0, "crc_errors": 0}}}}`` keyed by GPU
+    index and link number as strings, each counter under ``counter_key`` of its printed name, so both the counter
+    sets drivers print are read: ``Replay Errors`` / ``Recovery Errors`` / ``CRC Errors`` (Ampere, Hopper) and
+    ``Rx Errors``, ``Symbol Errors``, ``Link recovery successful events``, ``FEC Errors - N`` ... (newer drivers and
+    GPUs). A GPU line naming a bus id instead of an index (``GPU 00000008:06:00.0``) counts the GPUs in order. A
+    value nvidia-smi does not report (``N/A``) is ``None``. Empty output (no NVLink) gives ``{}``.
+
+    A line inside a GPU's section that is not a counter does not spoil the other GPUs: the GPU's dict gets
+    ``parse_error`` (``_errors.section_error``). Text before the first GPU line raises ``ParseError``.
+    """
+    source = _NVLINK_ERRORS_SOURCE
+    text = _text(source, text)
+    result = {}
+    current = None
+    header = None
+    key = None
+    for line in text.split('\n'):
+        stripped = line.strip()
+        if not stripped or _NOISE.match(line):
+            continue
+        link = _NVLINK_ERRORS_LINE.match(stripped)
+        gpu = None if link else _NVLINK_ERRORS_GPU.match(stripped)
+        if gpu:
+            label = gpu.group(1)[:-1] if gpu.group(1).endswith(':') else gpu.group(1)
+            key = str(int_from_text(label, source, 'GPU index', text, high=1 << 16)) if label.isdigit() else str(len(result))
+            header = stripped
+            if key in result:
+                current = result[key]
+                if SECTION_ERROR_KEY not in current:
+                    current[SECTION_ERROR_KEY] = section_error('gpu%s' % key, 'GPU %s listed twice' % key, stripped)
+                continue
+            current = result[key] = {'links': {}}
+            continue
+        if current is None:
+            raise ParseError(source, 'unexpected line before any GPU line: %r' % stripped[:60], text)
+        value = link.group(3) if link else None
+        if not link or not (value.isdigit() or value.upper().strip('[]') in ('N/A', 'NOT SUPPORTED')):
+            if SECTION_ERROR_KEY not in current:
+                current[SECTION_ERROR_KEY] = section_error('gpu%s' % key, 'not a counter line: %r' % stripped[:60],
+                                                           '%s\n%s' % (header, stripped))
+            continue
+        counters = current['links'].setdefault(str(int(link.group(1))), {})
+        counters[counter_key(link.group(2))] = int_from_text(value, source, 'counter', text, high=MAX_INT) if value.isdigit() else None
+    return result
+
+
+# --------------------------------------------------------------------------------------------
 # Kernel log: NVRM Xid lines
 # --------------------------------------------------------------------------------------------
 

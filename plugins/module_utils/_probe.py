@@ -109,6 +109,8 @@ def base_probes(disk_paths=('/',)):
         Probe('nvidia_smi_xml', 'gpu', 'gpu software', [A(nv_p.parse_smi_xml, argv=['nvidia-smi', '-q', '-x'])]),
         Probe('nvidia_topo', 'gpu', 'gpu', [A(nv_p.parse_topo_matrix, argv=['nvidia-smi', 'topo', '-m'])]),
         Probe('nvidia_nvlink', 'gpu', 'gpu', [A(nv_p.parse_nvlink_status, argv=['nvidia-smi', 'nvlink', '--status'])]),
+        Probe('nvidia_nvlink_errors', 'gpu', 'gpu', [A(nv_p.parse_nvlink_errors, argv=['nvidia-smi', 'nvlink', '-e'])],
+              note='(error counters of every link since the driver loaded or they were reset)'),
         Probe('nvidia_proc_version', 'gpu', 'gpu software', [A(nv_p.parse_proc_driver_version, path='/proc/driver/nvidia/version')],
               note="(the loaded kernel module's own version)"),
         Probe('kernel_log', 'xid', 'gpu host', [A(nv_p.parse_xid_events, argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
@@ -524,6 +526,8 @@ def _gpu_facts(parsed, statuses):
         gpu['topology'] = parsed['nvidia_topo']
     if 'nvidia_nvlink' in parsed:
         gpu['nvlink'] = parsed['nvidia_nvlink']
+    if 'nvidia_nvlink_errors' in parsed:
+        gpu['nvlink_errors'] = parsed['nvidia_nvlink_errors']
     if 'nvidia_proc_version' in parsed:
         gpu['kernel_module'] = parsed['nvidia_proc_version']
     query = statuses.get('nvidia_query_gpu') or {}

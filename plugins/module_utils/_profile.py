@@ -181,6 +181,14 @@ SCHEMA = {
                         'links_per_gpu': {'type': 'int', 'required': True, 'min': 0, 'description': 'Active NVLinks per GPU.'},
                         'speed_gbps_min': {'type': 'float', 'min': 0,
                                            'description': 'Minimum speed of every active link, GB/s as nvidia-smi prints it.'},
+                        'errors_max': {
+                            'type': 'map', 'default': {},
+                            'description': 'Warn (gpu.nvlink_errors) when an NVLink error counter of nvidia-smi nvlink -e is '
+                                           'above its bound, by the counter name in lower case with _ (replay_errors, '
+                                           'recovery_errors, crc_errors; rx_errors, symbol_errors ... on newer drivers). '
+                                           '{} turns it off.',
+                            'key': {'type': 'str', 'description': 'counter'},
+                            'values': {'type': 'int', 'min': 0}},
                     },
                 },
                 'ecc_errors': {

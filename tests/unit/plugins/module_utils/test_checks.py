@@ -108,7 +108,8 @@ def h200x4_facts():
 
 
 # The h200x4 capture lacks these host facts: a replay of it reports them as not collected.
-H200X4_NOT_COLLECTED = {'gpu xid', 'kernel modules', 'chrony', 'disks', 'ports', 'processes', 'network link events'}
+H200X4_NOT_COLLECTED = {'gpu xid', 'kernel modules', 'chrony', 'disks', 'ports', 'processes', 'network link events',
+                        'gpu nvlink errors'}
 
 HGX_BUSES = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB]
 
@@ -153,6 +154,7 @@ def hgx_facts():
     probes = dict((key, _probe(cmd)) for key, cmd in (
         ('nvidia_query_gpu', 'nvidia-smi --query-gpu=... --format=csv'), ('nvidia_smi_xml', 'nvidia-smi -q -x'),
         ('nvidia_topo', 'nvidia-smi topo -m'), ('nvidia_nvlink', 'nvidia-smi nvlink --status'),
+        ('nvidia_nvlink_errors', 'nvidia-smi nvlink -e'),
         ('nvidia_proc_version', 'cat /proc/driver/nvidia/version'), ('kernel_log', 'journalctl -k -b --no-pager -o short-iso'), ('ibstat', 'ibstat'),
         ('ib_counters', 'grep -H . /sys/class/infiniband/*/ports/*/counters/*'), ('ip_link', 'ip -j -d link show'),
         ('ethtool:eth0', 'ethtool eth0'), ('ethtool:rdma0', 'ethtool rdma0'), ('roce_pfc:rdma0', 'mlnx_qos -i rdma0'),
@@ -172,6 +174,8 @@ def hgx_facts():
                          'nic_names': dict(('NIC%d' % i, 'mlx5_%d' % i) for i in range(9))},
             'nvlink': dict((str(i), {'links': [{'link': n, 'speed_gbps': 26.562, 'active': True} for n in range(18)]})
                            for i in range(8)),
+            'nvlink_errors': dict((str(i), {'links': dict((str(n), {'replay_errors': 0, 'recovery_errors': 0, 'crc_errors': 0})
+                                                          for n in range(18))}) for i in range(8)),
             'xid_events': [],
             'kernel_module': {'version': '550.90.07', 'flavour': 'proprietary', 'arch': 'x86_64', 'gcc_version': None},
         },
@@ -311,6 +315,16 @@ def nvlink_links(gpu, count):
 def nvlink_link(gpu, link, **changes):
     def mutate(facts):
         facts['gpu']['nvlink'][str(gpu)]['links'][link].update(changes)
+    return mutate
+
+
+def nvlink_errors(gpu=None, link=None, **counters):
+    """Mutation: every link of the 4 GPUs with clean nvidia-smi nvlink -e counters, ``counters`` set on one link."""
+    def mutate(facts):
+        clean = {'replay_errors': 0, 'recovery_errors': 0, 'crc_errors': 0}
+        facts['gpu']['nvlink_errors'] = dict((str(g), {'links': dict((str(l), dict(clean)) for l in range(18))}) for g in range(4))
+        if gpu is not None:
+            facts['gpu']['nvlink_errors'][str(gpu)]['links'][str(link)].update(counters)
     return mutate
 
 
@@ -458,6 +472,7 @@ FAIL_CASES = [
     ('gpu.nvlink_count', 'h200x4', nvlink_links(2, 12), None),
     ('gpu.nvlink_down', 'h200x4', nvlink_link(2, 5, active=False, speed_gbps=None), None),
     ('gpu.nvlink_speed', 'h200x4', nvlink_link(2, 5, speed_gbps=13.281), None),
+    ('gpu.nvlink_errors', 'h200x4', nvlink_errors(2, 5, replay_errors=3, crc_errors=17), None),
     ('gpu.xid_fatal', 'h200x4', xid(79), None),
     ('gpu.xid', 'h200x4', xid(43), None),
     ('ib.tools_missing', 'hgx', ib_missing, None),
@@ -531,6 +546,8 @@ PASS_CASES = [
     ('gpu.nvlink_count', 'h200x4', None, None),
     ('gpu.nvlink_down', 'h200x4', both(*[nvlink_link(2, n, active=False) for n in range(12, 18)]), {'gpu': {'nvlink': {'links_per_gpu': 12}}}),
     ('gpu.nvlink_speed', 'h200x4', nvlink_link(2, 5, speed_gbps=53.125), None),
+    ('gpu.nvlink_errors', 'h200x4', nvlink_errors(), None),
+    ('gpu.nvlink_errors', 'h200x4', nvlink_errors(2, 5, symbol_errors=9), None),   # a counter without a bound
     ('gpu.xid_fatal', 'h200x4', xid(43), None),
     ('gpu.xid', 'h200x4', xid(43), {'gpu': {'xid': {'ignore': [43]}}}),
     ('ib.tools_missing', 'hgx', ib_missing, {'infiniband': {'ports_min': 0}}),
@@ -539,7 +556,7 @@ PASS_CASES = [
     ('ib.port_rate', 'hgx', ib_port('mlx5_3', rate_gbps=800), None),
     ('ib.link_layer', 'hgx', None, None),
     ('ib.ca_type', 'hgx', None, None),
-    ('ib.port_counters', 'hgx', ib_port('mlx5_1', counters={'symbol_error': 10, 'port_xmit_wait': 10 ** 9}), None),
+    ('ib.port_counters', 'hgx', ib_port('mlx5_1', counters={'symbol_error': 9, 'port_xmit_wait': 10 ** 9}), None),
     ('network.interface_missing', 'hgx', drop_iface('eth0'), {'network': {'interfaces': {'eth0': {'required': False}}}}),
     ('network.mtu', 'hgx', None, None),
     ('network.link', 'hgx', iface('eth0', operstate='UNKNOWN'), None),
