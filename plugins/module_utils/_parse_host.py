@@ -404,6 +404,64 @@ _DF_UNITS = {'': 1, 'B': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3, 'T': 1024
              'E': 1024 ** 6}
 
 
+# ---------------------------------------------------------------------------------------------
+# /proc/net/{tcp,tcp6,udp,udp6}: the listening sockets where ss is not installed
+
+_PROC_NET_SECTION = re.compile(r'^== /proc/net/(tcp6?|udp6?)$')
+_PROC_NET_STATES = {'tcp': {'0A': 'LISTEN'}, 'udp': {'07': 'UNCONN'}}
+
+
+def _proc_net_address(hexaddr, text):
+    """``0100007F`` -> ``127.0.0.1``, 32 hex digits -> an IPv6 address: the kernel prints each 32-bit word in the
+    host's byte order (little-endian on x86_64 and aarch64)."""
+    import ipaddress
+    if len(hexaddr) not in (8, 32) or not re.match(r'^[0-9A-Fa-f]+$', hexaddr):
+        raise ParseError('/proc/net', 'local_address is not 8 or 32 hex digits: %r' % hexaddr, text)
+    raw = bytearray.fromhex(hexaddr)
+    words = b''.join(bytes(raw[i:i + 4][::-1]) for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(words))
+
+
+def parse_proc_net_listening(text):
+    """Parse ``/proc/net/tcp``, ``tcp6``, ``udp`` and ``udp6`` as the probe reads them (each file after a line
+    ``== /proc/net/<name>``) into the shape of ``parse_ss_listening``: the TCP sockets in state LISTEN (``0A``) and the
+    UDP sockets that are bound but not connected (``07``, ss's UNCONN), ``proto`` tcp or udp, ``process`` and ``pid``
+    ``None`` (the files do not name them), ``recv_q``/``send_q`` from ``rx_queue``/``tx_queue``. Empty text (no such
+    file) gives ``[]``.
+    """
+    result = []
+    proto = None
+    for raw in _lines(text, '/proc/net'):
+        line = raw.strip()
+        if not line:
+            continue
+        section = _PROC_NET_SECTION.match(line)
+        if section:
+            proto = section.group(1).rstrip('6')
+            continue
+        if line.startswith('sl ') or line.startswith('sl\t'):
+            continue
+        if proto is None:
+            raise ParseError('/proc/net', 'a line before any "== /proc/net/<name>" line: %r' % line[:80], text)
+        fields = line.split()
+        if len(fields) < 5 or not fields[0].endswith(':') or ':' not in fields[1] or ':' not in fields[4]:
+            raise ParseError('/proc/net', 'unexpected line: %r' % line[:100], text)
+        state = _PROC_NET_STATES[proto].get(fields[3].upper())
+        if state is None:
+            continue
+        hexaddr, hexport = fields[1].split(':', 1)
+        tx_queue, rx_queue = fields[4].split(':', 1)
+        try:
+            port, recv_q, send_q = int(hexport, 16), int(rx_queue, 16), int(tx_queue, 16)
+        except ValueError:
+            raise ParseError('/proc/net', 'port or queue is not hexadecimal: %r' % line[:100], text)
+        if not 0 <= port <= 65535:
+            raise ParseError('/proc/net', 'port out of range: %r' % line[:100], text)
+        result.append({'proto': proto, 'state': state, 'address': _proc_net_address(hexaddr, text), 'port': port,
+                       'interface': None, 'process': None, 'pid': None, 'recv_q': recv_q, 'send_q': send_q})
+    return result
+
+
 def parse_df(text):
     """Parse ``df -P -B1 PATH...`` (POSIX format).
 

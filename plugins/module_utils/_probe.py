@@ -99,7 +99,9 @@ def base_probes(disk_paths=('/',)):
         Probe('uname', 'host', 'host', [A(host_p.parse_uname, argv=['uname', '-a'])]),
         Probe('kernel_modules', 'host', 'host', [A(host_p.parse_proc_modules, path='/proc/modules')]),
         Probe('chrony', 'host', 'host', [A(host_p.parse_chronyc_tracking, argv=['chronyc', '-c', 'tracking'])]),
-        Probe('listening', 'host', 'host', [A(host_p.parse_ss_listening, argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p'])]),
+        Probe('listening', 'host', 'host', [A(host_p.parse_ss_listening, argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p']),
+                                            A(host_p.parse_proc_net_listening, internal='proc_net_listening')],
+              note='(without `ss`: /proc/net/tcp, tcp6, udp, udp6, which do not name the process)'),
         Probe('disks', 'host', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))], note='(`disk_paths`)'),
         Probe('memlock', 'host', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
         Probe('lspci', 'host', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
@@ -307,6 +309,22 @@ class LiveRunner(object):
         if text is None:
             return Output('missing', alt.command, rc=127, stderr='not found')
         return Output('ok', alt.command, rc=0, stdout=text)
+
+
+PROC_NET_FILES = ('tcp', 'tcp6', 'udp', 'udp6')
+
+
+def proc_net_listening_text(root='/proc/net'):
+    """The internal probe ``proc_net_listening``: each of PROC_NET_FILES under ``root`` after a line ``== /proc/net/<name>``
+    (parsed by _parse_host.parse_proc_net_listening); None when none can be read."""
+    parts = []
+    for name in PROC_NET_FILES:
+        try:
+            with open(os.path.join(root, name), 'r') as handle:
+                parts.append('== /proc/net/%s\n%s' % (name, handle.read()))
+        except (IOError, OSError):
+            continue
+    return ''.join(p if p.endswith('\n') else p + '\n' for p in parts) if parts else None
 
 
 def read_globs(patterns):

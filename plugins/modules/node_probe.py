@@ -227,7 +227,8 @@ def main():
         def which(name):
             return module.get_bin_path(name, required=False, opt_dirs=SEARCH_DIRS)
 
-        internals = {'nccl_version': lambda: _probe.nccl_version_text(p['nccl_library_globs'])}
+        internals = {'nccl_version': lambda: _probe.nccl_version_text(p['nccl_library_globs']),
+                     'proc_net_listening': _probe.proc_net_listening_text}
         runner = _probe.LiveRunner(run, which, internals=internals, timeout=p['timeout'])
 
     writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
