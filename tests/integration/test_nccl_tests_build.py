@@ -231,12 +231,27 @@ def test_checksum_mismatch_of_a_file_url_stops_before_anything_is_installed(site
     assert not os.path.isdir(os.path.join(site.prefix, '.build')) or os.listdir(os.path.join(site.prefix, '.build')) == []
 
 
-def test_an_archive_on_the_node_is_copied_into_a_private_build_directory_and_only_that_copy_is_unpacked(site):
-    # (on the controller: test_builds_into_the_versioned_prefix_then_changes_nothing; a file:// URL:
-    # test_file_url_works_like_a_path_and_mpi_uses_a_shim)
-    rc, out, result, _changed = site.play(nccl_tests_build_archive=site.archive, nccl_tests_build_archive_src='node')
+def test_an_archive_on_the_node_and_a_pip_wheel_nccl_build_through_a_private_copy_and_a_shim(site):
+    """One build, two inputs: the archive lies on the node (copied into the private build directory, only that copy
+    unpacked; on the controller: test_builds_into_the_versioned_prefix_then_changes_nothing; a file:// URL:
+    test_file_url_works_like_a_path_and_mpi_uses_a_shim), and NCCL is a pip wheel's, the newest found below the
+    search roots, linked through a shim."""
+    roots = os.path.join(site.tmp, 'opt')
+    older = fake_nccl(os.path.join(roots, 'old', 'lib', 'python3.10', 'site-packages', 'nvidia', 'nccl'), '2.18.1')
+    newer = fake_nccl(os.path.join(roots, 'app', '.venv', 'lib', 'python3.12', 'site-packages', 'nvidia', 'nccl'), '2.26.2')
+    # Not a wheel layout: ignored.
+    write(os.path.join(roots, 'other', 'lib', 'libnccl.so.2'))
+    rc, out, result, _changed = site.play(nccl_tests_build_archive=site.archive, nccl_tests_build_archive_src='node',
+                                          nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
     assert rc == 0 and result['built'] is True, out[-5000:]
     assert_unpacked_from_the_private_copy(site, out, result)
+    info = read_info(result)
+    assert info['nccl_source'] == 'wheel' and info['nccl_home'] == newer and info['nccl_version'] == '2.26.2'
+    assert info['nccl_lib_dir'] == os.path.join(newer, 'lib') and info['nccl_shim'] is True
+    assert result['ld_library_path'].split(':')[0] == os.path.join(newer, 'lib')
+    assert older not in result['ld_library_path']
+    line = run_binary(os.path.join(result['bin_dir'], 'all_reduce_perf'))
+    assert re.search(r'NCCL_HOME=\S+/\.build/localhost-\S+/nccl ', line), line
 
 
 @pytest.mark.parametrize('src', ['node', 'controller'])
@@ -294,23 +309,6 @@ def test_file_url_works_like_a_path_and_mpi_uses_a_shim(site):
     line = run_binary(os.path.join(result['bin_dir'], 'sendrecv_perf'))
     assert 'MPI=1' in line and re.search(r'MPI_HOME=\S+/\.build/localhost-\S+/mpi$', line), line
     assert os.listdir(os.path.join(site.prefix, '.build')) == []
-
-
-def test_pip_wheel_nccl_is_found_and_linked_through_a_shim(site):
-    roots = os.path.join(site.tmp, 'opt')
-    older = fake_nccl(os.path.join(roots, 'old', 'lib', 'python3.10', 'site-packages', 'nvidia', 'nccl'), '2.18.1')
-    newer = fake_nccl(os.path.join(roots, 'app', '.venv', 'lib', 'python3.12', 'site-packages', 'nvidia', 'nccl'), '2.26.2')
-    # Not a wheel layout: ignored.
-    write(os.path.join(roots, 'other', 'lib', 'libnccl.so.2'))
-    rc, out, result, _changed = site.play(nccl_tests_build_nccl_home='wheel', nccl_tests_build_nccl_search_roots=[roots])
-    assert rc == 0, out[-5000:]
-    info = read_info(result)
-    assert info['nccl_source'] == 'wheel' and info['nccl_home'] == newer and info['nccl_version'] == '2.26.2'
-    assert info['nccl_lib_dir'] == os.path.join(newer, 'lib') and info['nccl_shim'] is True
-    assert result['ld_library_path'].split(':')[0] == os.path.join(newer, 'lib')
-    assert older not in result['ld_library_path']
-    line = run_binary(os.path.join(result['bin_dir'], 'all_reduce_perf'))
-    assert re.search(r'NCCL_HOME=\S+/\.build/localhost-\S+/nccl ', line), line
 
 
 def test_check_mode_builds_nothing(site):

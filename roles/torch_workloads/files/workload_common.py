@@ -53,8 +53,9 @@ def torch_seen(torch):
 def run_job(run, args, result):
     """Run ``run(args, torch, dist) -> (rank, result)`` and tear the process group down cleanly.
 
-    ``result`` is what rank 0 prints when ``run`` fails before returning one. Every rank waits
-    for the others before the transport is torn down. Returns the exit code (0 when ok).
+    ``result`` is what rank 0 prints when ``run`` fails before returning one. When ``run`` returned,
+    rank 0 prints its result first and every rank then waits for the others (so no rank exits before
+    the result line is out) before the transport is torn down. Returns the exit code (0 when ok).
     """
     rank = int(os.environ.get('RANK', '0'))
     try:
@@ -65,15 +66,19 @@ def run_job(run, args, result):
         traceback.print_exc()
         result['ok'] = False
         result['error'] = '%s: %s' % (type(exc).__name__, exc)
-    else:
-        try:
-            if result.get('ok') and dist.is_initialized():
-                dist.barrier()  # every rank is done before any tears its transport down
-                dist.destroy_process_group()
-        except Exception:  # pylint: disable=broad-except
-            pass
+        if rank == 0:
+            emit(result)
+        return 1
     if rank == 0:
         emit(result)
+    try:
+        if dist.is_initialized():
+            # every rank waits for rank 0's result line, also when the run judged a failure: a rank that exited 1
+            # first would have the launcher stop rank 0 before its line is out; then the transport is torn down
+            dist.barrier()
+            dist.destroy_process_group()
+    except Exception:  # pylint: disable=broad-except
+        pass
     return 0 if result.get('ok') else 1
 
 
