@@ -38,15 +38,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITES = ('unit', 'lint', 'sanity', 'integration', 'molecule')
 CONTROLLER_VENVS = ('.venv', '.venv-2.16')
 LOG_DIR = os.path.join('.cache', 'test-logs')
-# Seconds each job took on a 2-core machine with another job beside it: only their order matters (the
-# longest first). A job not named here counts as DEFAULT_SECONDS.
+# Seconds each job took in a fresh-clone `.ci/run` on a 2-core machine, 3 lanes (docs/development.md): only their
+# order matters (the longest first). A job not named here counts as DEFAULT_SECONDS.
 JOB_SECONDS = {
     'molecule-image': 10000,  # first: the scenarios wait for it
-    'molecule:cluster': 700, 'molecule:firewall': 650, 'molecule:gpu_packages': 500, 'molecule:container_toolkit': 450,
-    'integration': 650,  # per shard of two (the newest controller)
-    'integration-2.16': 300,  # the both_controllers tests, one job
-    'molecule:chrony': 300, 'molecule:monitoring': 280, 'molecule:python_venv': 170, 'molecule:rdma': 150, 'molecule:roce_qos': 140,
-    'unit': 100, 'lint': 80, 'sanity': 65,
+    'integration': 1250,  # per shard of two (the newest controller)
+    'molecule:cluster': 540, 'molecule:firewall': 450, 'molecule:gpu_packages': 430, 'molecule:roce_qos': 340,
+    'unit': 320, 'molecule:container_toolkit': 310, 'molecule:python_venv': 275, 'integration-2.16': 260,
+    'molecule:monitoring': 250, 'molecule:rdma': 225, 'lint': 200, 'molecule:chrony': 180, 'sanity': 100,
 }
 DEFAULT_SECONDS = 200
 BUDGET_SECONDS = 2400   # 40 minutes: CI stops at 90

@@ -83,7 +83,6 @@ def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None, hosts=HOST
     return rc, out, folder, json.loads((folder / 'isolation.json').read_text()), log.read_text().splitlines()
 
 
-@pytest.mark.both_controllers
 def test_one_bad_node_is_found_in_three_rounds_and_reported(tmp_path):
     rc, out, folder, report, pairs = run_isolate(tmp_path, bad=['node4'])
     verdict = report['verdict']

@@ -47,7 +47,6 @@ def test_installed_reads_the_status_not_the_exit_code(tmp_path, status, want):
     assert installed('chrony', admindir=str(tmp_path)) is want
 
 
-@pytest.mark.both_controllers
 @pytest.mark.skipif(shutil.which('apt-get') is None, reason='the chrony role plan is exercised on an apt system')
 def test_check_mode_plans_in_batches_and_changes_nothing(tmp_path):
     had_chrony = installed('chrony')

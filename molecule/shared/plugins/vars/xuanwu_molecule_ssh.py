@@ -7,7 +7,8 @@ A task through the podman connection costs about four `podman exec` calls; measu
 tasks took 31 s of CPU that way and 9 s over SSH with pipelining. prepare.yml writes
 $MOLECULE_EPHEMERAL_DIRECTORY/ssh/hosts.json ({instance: address}); for the instances named there this plugin
 gives the connection variables (host_vars precedence, above molecule's inline `ansible_connection`). Without
-that file (create, the first play of prepare, a scenario that opts out) nothing changes."""
+that file (create, the first play of prepare, a scenario that opts out) nothing changes. A host with
+``xuanwu_molecule_ssh_jump`` (another instance's name) is reached through that instance (ProxyCommand)."""
 from __future__ import annotations
 
 import json
@@ -43,18 +44,24 @@ class VarsModule(BaseVarsPlugin):
             return {}
         if not isinstance(entities, list):
             entities = [entities]
+        jumps = listed.get('jumps') or {}
+        key = os.path.join(folder, 'id_ed25519')
+        options = '-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR'
         for entity in entities:
             if isinstance(entity, Host) and entity.name in hosts:
+                # through another container (xuanwu_molecule_ssh_jump): the node sees that container's address, as a
+                # node behind a firewall that admits only its controller sees the controller's
+                jump = ' -o ProxyCommand="ssh -i %s %s -W %%h:%%p root@%s"' % (key, options, jumps[entity.name]) \
+                    if entity.name in jumps else ''
                 return {
                     'ansible_connection': 'ansible.builtin.ssh',
                     'ansible_host': hosts[entity.name],
                     'ansible_user': 'root',
                     'ansible_port': 22,
-                    'ansible_ssh_private_key_file': os.path.join(folder, 'id_ed25519'),
+                    'ansible_ssh_private_key_file': key,
                     # the run's own master connections, in a short folder of this run (a socket path has at most
                     # 107 bytes): a master left by an earlier run, to a container now gone, is never reused
-                    'ansible_ssh_common_args': '-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR '
-                                               '-o ControlPath=%s/%%C' % control_dir,
+                    'ansible_ssh_common_args': '%s -o ControlPath=%s/%%C%s' % (options, control_dir, jump),
                     'ansible_pipelining': True,
                 }
         return {}
