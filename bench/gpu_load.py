@@ -20,7 +20,7 @@ import time
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('mode', choices=('matmul', 'hold'))
     parser.add_argument('--seconds', type=float, default=45.0)
     parser.add_argument('--n', type=int, default=8192, help='matrix side (matmul)')
@@ -48,7 +48,7 @@ def main(argv=None):
     start = time.time()
     iterations = 0
     while not stop and time.time() - start < args.seconds:
-        for _ in range(20):
+        for _step in range(20):
             a @ b  # pylint: disable=pointless-statement
         torch.cuda.synchronize(dev)
         iterations += 20

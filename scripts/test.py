@@ -7,7 +7,8 @@
 Every suite is cut into jobs: unit, lint and sanity are one job each; integration is one job per shard of the
 newest controller venv (.venv = ansible-core 2.19: every integration test, pytest's items dealt round-robin,
 XUANWU_SHARD=i/n, tests/integration/conftest.py) and one job for .venv-2.16, which runs only the tests marked
-both_controllers (what can differ between ansible-core versions, tests/conftest.py); molecule is one job that builds the test image and installs molecule, then one job per
+both_controllers (what can differ between ansible-core versions, tests/conftest.py); molecule is one job that builds
+the test image and installs molecule, then one job per
 scenario. A lane takes the next job as soon as it is free, the longest first (figures measured on a 2-core
 machine, in JOB_SECONDS below), so no suite waits for the slowest job of the one before it and no core idles
 while unit, lint and sanity each run on one. The suites are CPU-bound (the machine stays about 95 % busy): lanes

@@ -569,9 +569,8 @@ class Executor:
             out.update(status='failed', error_class=TRANSIENT,
                        reason='the attempt process ended without a result (rc %s: killed?)' % rc)
         elif exit_info.get('launch_error'):
-            out.update(status='failed', error_class=TRANSIENT,
-                       reason='the attempt could not start its %s' % ('command' if spec.kind == 'command'
-                                                                       else 'playbook run'))
+            what = 'command' if spec.kind == 'command' else 'playbook run'
+            out.update(status='failed', error_class=TRANSIENT, reason='the attempt could not start its %s' % what)
         elif spec.kind == 'command':
             out.update(commands.classify(exit_info, spec.retry_on_exit_codes))
             out['error'] = out['error'] or exit_info.get('stderr_tail')

@@ -406,9 +406,8 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
             raise SpecError(where + '.task_id', 'duplicate task id %s' % _show(task_id))
         seen.add(task_id)
         if 'params' not in item:
-            raise SpecError(where + '.params', 'missing: %s' % ('the parameters of the command template'
-                                                                 if template else 'the job this task runs '
-                                                                                  '(playbook or command)'))
+            what = 'the parameters of the command template' if template else 'the job this task runs (playbook or command)'
+            raise SpecError(where + '.params', 'missing: %s' % what)
         task_out = os.path.join(output_dir, task_id)
         if template is not None:
             params = _params(item['params'], where + '.params')

@@ -43,7 +43,8 @@ def check_url(url: str) -> str:
     """``url`` if it is an absolute http(s) URL with a host, else ValueError with the reason."""
     try:
         parts = urllib.parse.urlsplit(url)
-        parts.port    # pylint: disable=pointless-statement  (a bad port raises here)
+        # a bad port raises here
+        parts.port    # pylint: disable=pointless-statement
     except ValueError:
         raise ValueError('is not a valid URL') from None
     if '@' in parts.netloc or parts.username or parts.password:

@@ -151,8 +151,10 @@ def test_batch_cancel_stops_running_tasks_and_starts_no_other(service, tmp_path)
 def test_retry_count_on_a_single_job(service):
     job_id = _post(service, '/api/v1/jobs', {'name': 'retry', 'nodes': ['localhost'], 'command': 'exit 7',
                                              'retry_count': 1, 'retry_on_exit_codes': [7]}).json()['job_id']
-    job = wait_for(lambda: (lambda j: j if j['status'] == 'failed' else None)(service['store'].get_job(job_id)),
-                   what='the job to fail')
+    def failed():
+        job = service['store'].get_job(job_id)
+        return job if job['status'] == 'failed' else None
+    job = wait_for(failed, what='the job to fail')
     assert job['attempts'] == 2 and job['max_attempts'] == 2
 
 
@@ -175,9 +177,10 @@ def test_secret_values_a_playbook_prints_are_masked_in_its_log_events_and_error(
     service['executor'].on_event(lambda job_id, event: events.append(json.dumps(event, default=str)))
     job_id = _post(service, '/api/v1/jobs', {'name': 'leaky', 'playbook': 't-leaky', 'inventory': INVENTORY,
                                              'extra_vars': {'api_key': 'k-0123456789-secret'}}).json()['job_id']
-    job = wait_for(lambda: (lambda j: j if j['status'] == 'failed' else None)(
-        requests.get('%s/api/v1/jobs/%s' % (service['base'], job_id), headers=AUTH, timeout=10).json()),
-        what='the job')
+    def failed():
+        job = requests.get('%s/api/v1/jobs/%s' % (service['base'], job_id), headers=AUTH, timeout=10).json()
+        return job if job['status'] == 'failed' else None
+    job = wait_for(failed, what='the job')
     log = requests.get('%s/api/v1/jobs/%s/log' % (service['base'], job_id), headers=AUTH, timeout=10).text
     assert 'the key is ***' in log and 'k-0123456789-secret' not in log
     assert 'failed with ***' in job['error'] and 'k-0123456789-secret' not in json.dumps(job)

@@ -143,4 +143,3 @@ def test_a_second_local_user_reads_nothing_of_the_data_folder(executor, tmp_path
                             user=other.pw_uid, group=other.pw_gid, extra_groups=[], capture_output=True, text=True,
                             check=True, cwd='/')
     assert result.stdout.strip() == '', 'the other user read: %s' % result.stdout
-
