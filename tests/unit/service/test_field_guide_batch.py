@@ -151,6 +151,7 @@ def test_batch_cancel_stops_running_tasks_and_starts_no_other(service, tmp_path)
 def test_retry_count_on_a_single_job(service):
     job_id = _post(service, '/api/v1/jobs', {'name': 'retry', 'nodes': ['localhost'], 'command': 'exit 7',
                                              'retry_count': 1, 'retry_on_exit_codes': [7]}).json()['job_id']
+
     def failed():
         job = service['store'].get_job(job_id)
         return job if job['status'] == 'failed' else None
@@ -177,6 +178,7 @@ def test_secret_values_a_playbook_prints_are_masked_in_its_log_events_and_error(
     service['executor'].on_event(lambda job_id, event: events.append(json.dumps(event, default=str)))
     job_id = _post(service, '/api/v1/jobs', {'name': 'leaky', 'playbook': 't-leaky', 'inventory': INVENTORY,
                                              'extra_vars': {'api_key': 'k-0123456789-secret'}}).json()['job_id']
+
     def failed():
         job = requests.get('%s/api/v1/jobs/%s' % (service['base'], job_id), headers=AUTH, timeout=10).json()
         return job if job['status'] == 'failed' else None

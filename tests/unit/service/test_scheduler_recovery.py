@@ -196,6 +196,7 @@ def test_kill_9_of_the_service_mid_batch_and_a_restart_finish_the_batch_exactly_
     second = _serve(config_path, token_file, port)
     try:
         wait_for(up, timeout=30, what='the service again')
+
         def ended():
             batch = requests.get('%s/api/v1/batches/%s' % (base, batch_id), headers=auth, timeout=10).json()
             return batch if batch['status'] in ('succeeded', 'failed', 'cancelled') else None
