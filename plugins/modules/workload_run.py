@@ -188,23 +188,29 @@ def _replay(module, directory, key):
     return replayed
 
 
-def _replay_dmon(module, directory, key):
-    """The recorded dmon output beside a replayed workload, or why there is none."""
+def _replay_sampling(module, directory, key):
+    """(the recorded run of a sampler beside a replayed workload, None) or (None, the entry saying why there is none)."""
     replayed = _replay(module, directory, key)
     if replayed is None:
-        return {'command': key, 'not_measured': 'the capture bundle has no %s' % key}
+        return None, {'command': key, 'not_measured': 'the capture bundle has no %s' % key}
     if replayed.get('skipped_reason'):
-        return {'command': replayed['command'], 'not_measured': replayed['skipped_reason']}
+        return None, {'command': replayed['command'], 'not_measured': replayed['skipped_reason']}
+    return replayed, None
+
+
+def _replay_dmon(module, directory, key):
+    """The recorded dmon output beside a replayed workload, or why there is none."""
+    replayed, missing = _replay_sampling(module, directory, key)
+    if missing:
+        return missing
     return _dmon_sampler.replayed(replayed['stdout'], replayed['command'], _dmon_sampler.interval_of(replayed['command']))
 
 
 def _replay_clock_events(module, directory, key):
     """The recorded clock event sampling beside a replayed workload, or why there is none."""
-    replayed = _replay(module, directory, key)
-    if replayed is None:
-        return {'command': key, 'not_measured': 'the capture bundle has no %s' % key}
-    if replayed.get('skipped_reason'):
-        return {'command': replayed['command'], 'not_measured': replayed['skipped_reason']}
+    replayed, missing = _replay_sampling(module, directory, key)
+    if missing:
+        return missing
     out = _dmon_sampler.replayed(replayed['stdout'], replayed['command'])
     out['fields'] = _dmon_sampler.fields_of(replayed['command'])
     return out

@@ -93,15 +93,20 @@ def _cgroup_pids(folder: str) -> set:
         return set()
 
 
-def _stat(pid: int):
-    """(state, pgid, sid) of ``pid``, or None."""
+def stat_fields(pid: int):
+    """The fields of /proc/<pid>/stat after the command name (field 3 on: state first), or None if gone."""
     try:
         with open('/proc/%d/stat' % pid, encoding='ascii', errors='replace') as handle:
             text = handle.read()
     except OSError:
         return None
-    fields = text[text.rfind(')') + 2:].split()
-    return fields[0], int(fields[2]), int(fields[3])
+    return text[text.rfind(')') + 2:].split()
+
+
+def _stat(pid: int):
+    """(state, pgid, sid) of ``pid``, or None."""
+    fields = stat_fields(pid)
+    return None if fields is None else (fields[0], int(fields[2]), int(fields[3]))
 
 
 def _has_mark(pid: int, mark: bytes) -> bool:

@@ -49,12 +49,9 @@ _LIVE_OWNERS: set = set()
 
 def proc_start_time(pid: int) -> str | None:
     """The start time of process ``pid`` (clock ticks since boot, /proc/<pid>/stat field 22); None if gone."""
-    try:
-        with open('/proc/%d/stat' % pid, encoding='ascii', errors='replace') as handle:
-            stat = handle.read()
-    except OSError:
+    fields = proctree.stat_fields(pid)
+    if fields is None:
         return None
-    fields = stat[stat.rfind(')') + 2:].split()
     if fields and fields[0] == 'Z':
         return None
     return fields[19] if len(fields) > 19 else None
