@@ -6,47 +6,40 @@ import shutil
 import pytest
 import yaml
 
+from hostcases import by_host, case_hosts, recap
 from test_validate_playbook import playbook
 
 pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')
 
 
-def preflight(tmp_path, *extra, **role_vars):
+def preflight(tmp_path, hosts, *extra):
+    """preflight.yml of the firewall role in check mode on these hosts ({name: role variables}), one run."""
     play = [{'name': 'Firewall preflight', 'hosts': 'all', 'gather_facts': True, 'gather_subset': ['min'],
              'tasks': [{'name': 'Check the firewall inputs',
                         'ansible.builtin.include_role': {'name': 'xuanwu.cluster.firewall', 'tasks_from': 'preflight'}}]}]
     (tmp_path / 'play.yml').write_text(yaml.safe_dump(play))
-    inv = {'all': {'hosts': {'node01': {}}, 'vars': dict({'ansible_connection': 'local',
-                                                          'ansible_python_interpreter': '{{ ansible_playbook_python }}'},
-                                                         **role_vars)}}
+    inv = {'all': {'hosts': hosts, 'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}}}
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inv))
-    return playbook('-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'), '--check', *extra)
+    rc, out = playbook('-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'), '--check', *extra)
+    return rc, out, by_host(out), recap(out)
 
 
-@pytest.mark.parametrize('backend', ['nftables', 'ufw', 'firewalld'])
-def test_empty_cluster_subnets_are_refused(tmp_path, backend):
-    rc, out = preflight(tmp_path, firewall_backend=backend)
+def test_empty_cluster_subnets_are_refused_and_a_single_node_statement_of_false_is_not_one(tmp_path):
+    # one host per backend; `-e firewall_single_node=false` as an operator types it (a string) is no statement
+    backends = ['nftables', 'ufw', 'firewalld']
+    rc, out, texts, counts = preflight(tmp_path, dict((b, {'firewall_backend': b}) for b in backends), '-e', 'firewall_single_node=false')
     assert rc != 0
-    flat = ' '.join(out.split())
-    assert 'firewall: firewall_cluster_subnets is empty, and the %s firewall drops incoming traffic' % backend in flat, out[-3000:]
-    assert 'set firewall_single_node: true' in flat and 'node01' in flat
+    for backend in backends:
+        assert counts[backend]['failed'] == 1, out[-3000:]
+        flat = texts[backend]
+        assert 'firewall: firewall_cluster_subnets is empty, and the %s firewall drops incoming traffic' % backend in flat, flat
+        assert 'set firewall_single_node: true' in flat and backend in flat
 
 
-@pytest.mark.parametrize('extra, role_vars', [
-    (['-e', 'firewall_single_node=true'], {}),
-    ([], {'firewall_single_node': True}),
-    ([], {'firewall_cluster_subnets': ['10.0.0.0/16']}),
-])
-def test_a_stated_single_node_or_listed_subnets_pass(tmp_path, extra, role_vars):
-    rc, out = preflight(tmp_path, *extra, **role_vars)
-    assert rc == 0, out[-3000:]
+def test_a_stated_single_node_on_the_command_line_passes(tmp_path):
+    rc, out, _texts, counts = preflight(tmp_path, {'node01': {}}, '-e', 'firewall_single_node=true')
+    assert rc == 0 and counts['node01']['failed'] == 0, out[-3000:]
     assert 'firewall_cluster_subnets is empty' not in out
-
-
-def test_a_single_node_statement_of_false_is_not_one(tmp_path):
-    rc, out = preflight(tmp_path, '-e', 'firewall_single_node=false')
-    assert rc != 0
-    assert 'firewall_cluster_subnets is empty' in out, out[-3000:]
 
 
 # Values that would reach a command line (firewall-cmd, systemd-run, ufw) or the nft file: each is
@@ -87,16 +80,10 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize('role_vars, message', HOSTILE, ids=[case[1].split(':')[0] + '-' + str(i) for i, case in enumerate(HOSTILE)])
-def test_hostile_values_are_refused_naming_the_variable(tmp_path, role_vars, message):
-    rc, out = preflight(tmp_path, **dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars))
-    assert rc != 0
-    flat = ' '.join(out.split())  # the callback may wrap the message
-    assert message in flat, out[-3000:]
-    assert 'Nothing was changed' in flat
-
-
-@pytest.mark.parametrize('role_vars', [
+# Values that pass, each next to a valid firewall_cluster_subnets (or a stated single node).
+VALID = [
+    {'firewall_single_node': True, 'firewall_cluster_subnets': []},
+    {},
     {'firewall_backend': 'firewalld', 'firewall_firewalld_zone': 'trusted'},
     {'firewall_firewalld_zone': 'cluster-net_2'},
     {'firewall_trusted_interfaces': ['ib0', 'enp1s0f0np0', 'bond0.100', 'eth0@if12']},
@@ -104,7 +91,22 @@ def test_hostile_values_are_refused_naming_the_variable(tmp_path, role_vars, mes
     {'firewall_ssh_sources': ['192.0.2.0/24', '2001:db8::/32', '203.0.113.7']},
     {'firewall_nftables_extra_input_rules': ['tcp dport { 80, 443 } accept # web']},
     {'firewall_rollback_timeout': '120', 'firewall_ssh_port': 2222},
-])
-def test_valid_values_pass(tmp_path, role_vars):
-    rc, out = preflight(tmp_path, **dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars))
-    assert rc == 0, out[-3000:]
+]
+
+
+def test_hostile_values_are_refused_naming_the_variable_and_valid_values_pass(tmp_path):
+    """One run: a host per hostile value (each refused with its own message, nothing changed) and a host per valid
+    set of values (each passes)."""
+    hostile = dict(zip(case_hosts('bad', HOSTILE), HOSTILE))
+    valid = dict(zip(case_hosts('good', VALID), VALID))
+    hosts = dict((name, dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars)) for name, (role_vars, _m) in hostile.items())
+    hosts.update((name, dict({'firewall_cluster_subnets': ['10.0.0.0/16']}, **role_vars)) for name, role_vars in valid.items())
+    rc, out, texts, counts = preflight(tmp_path, hosts)
+    assert rc != 0
+    for name, (role_vars, message) in hostile.items():
+        assert counts[name]['failed'] == 1, (name, role_vars, texts.get(name))
+        assert message in texts[name], (name, texts[name])
+        assert 'Nothing was changed' in texts[name]
+    for name, role_vars in valid.items():
+        assert counts[name]['failed'] == 0, (name, role_vars, texts.get(name))
+        assert 'firewall_cluster_subnets is empty' not in texts[name]

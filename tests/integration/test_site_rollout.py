@@ -22,8 +22,9 @@ RUN = 'CHG-4711'
 class Cluster(object):
     """A replayed fleet under the Slurm double; ``faulty`` hosts replay a capture whose checks fail."""
 
-    def __init__(self, tmp_path, hosts, faulty=(), foreign=None):
+    def __init__(self, tmp_path, hosts, faulty=(), foreign=None, host_vars=None):
         self.dir = tmp_path
+        self.host_vars = host_vars or {}
         nodes = dict((h, {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}) for h in hosts)
         for host, reason in (foreign or {}).items():
             nodes[host] = {'state': 'IDLE+DRAIN', 'reason': reason, 'partitions': ['gpu']}
@@ -36,7 +37,8 @@ class Cluster(object):
                      'xuanwu_profile': 'h200x4-nvlink', 'scheduler_backend': 'slurm',
                      'scheduler_scontrol': str(self.dir / 'scontrol'), 'scheduler_sinfo': str(self.dir / 'sinfo'),
                      'scheduler_poll_interval': 1, 'scheduler_max_drain_share': 1.0}
-        hosts = dict((h, {'xuanwu_replay_dir': FAULTY if h in self.faulty else BUNDLE}) for h in self.hosts)
+        hosts = dict((h, dict({'xuanwu_replay_dir': FAULTY if h in self.faulty else BUNDLE}, **self.host_vars.get(h, {})))
+                     for h in self.hosts)
         path = self.dir / 'inventory.yml'
         path.write_text(yaml.safe_dump({'all': {'vars': variables, 'hosts': hosts}}))
         return str(path)
