@@ -75,7 +75,10 @@ class ActionModule(ActionBase):
             try:
                 if profile:
                     # through the judge: the site's checks.disable / checks.severity apply to dmon.* as to every check
-                    sampled, summary['dmon'] = judge.dmon(run['dmon'], host, run.get('component'), args['dmon_required'])
+                    # where the profile sets no temperature bound, the GPUs' own maximum operating temperature
+                    device = _judge.device_bounds(self._templar.template(task_vars.get('xuanwu_facts')) or {})
+                    sampled, summary['dmon'] = judge.dmon(run['dmon'], host, run.get('component'), args['dmon_required'],
+                                                          device)
                 else:
                     sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], None, host, run.get('component'),
                                                                       args['dmon_required'])

@@ -18,7 +18,9 @@ defaults) and returns findings in the one shape of ``_findings``:
   profile's ``sustained_sm_clock_min_mhz`` (a value measured on healthy GPUs of the SKU at their power limit;
   unset: not judged, and the run says so); a site that sets ``clock_min_fraction`` also fails a lowest clock
   under load below that share of the reference clock (``sm_clock_mhz``, else the highest of the run);
-* ``dmon.temperature``: gtemp above ``gtemp_max_c`` or mtemp above ``mtemp_max_c`` (only when set);
+* ``dmon.temperature``: gtemp above ``gtemp_max_c`` or mtemp above ``mtemp_max_c`` (only when set; where the
+  profile sets no ``gtemp_max_c``, the maximum operating temperature the GPUs report of themselves, ``device`` of
+  :func:`judge_run`);
 * ``dmon.memory_growth``: fb rose in every step across the samples under load, by more than
   ``fb_growth_max_mb`` from the first to the last;
 * ``dmon.not_measured``: a check whose column was not in the output, or whose GPU had too few samples
@@ -92,7 +94,7 @@ CHECKS = {
         'GPU or GPU memory too hot', _findings.FAIL,
         'check the airflow, fans and inlet temperature of {component}\'s chassis and the GPU\'s seating and '
         'heatsink; re-run the workload after the fix',
-        kind='gpu<N>', compares='max gtemp vs gtemp_max_c, max mtemp vs mtemp_max_c'),
+        kind='gpu<N>', compares="max gtemp vs gtemp_max_c (unset: the GPU's own maximum operating temperature), max mtemp vs mtemp_max_c"),
     'dmon.memory_growth': _findings.entry(
         'GPU memory grew all through the run', _findings.WARN,
         'the framebuffer memory of {component} kept growing under steady load: look for a leak in the workload '
@@ -507,7 +509,13 @@ def _events_of(entry, out):
         return None, 'unparsable: %s' % err.reason
 
 
-def judge_run(dmon, bounds=None, host=None, workload=None, required=False, classes=None):
+# Bounds a GPU reports of itself, used where the profile sets none: the maximum operating temperature the driver
+# prints (_parse_nvidia: max_operating_temp_c) for gtemp_max_c.
+DEVICE_BOUND_NOTE = {'gtemp_max_c': "the GPU's maximum operating temperature, as its driver reports it; the profile sets no "
+                                    "monitoring.gtemp_max_c"}
+
+
+def judge_run(dmon, bounds=None, host=None, workload=None, required=False, classes=None, device=None):
     """Judge the ``dmon`` entry of a workload run (``workload_run``'s result: ``{command, interval_s, stdout,
     clock_events}`` or ``{command, not_measured}``) -> ``(findings, entry)``; ``entry`` is the run's ``dmon`` in the
     report: ``{command, interval_s, samples, gpus: {gpuN: summary + values}, clock_events, not_judged}``
@@ -516,8 +524,15 @@ def judge_run(dmon, bounds=None, host=None, workload=None, required=False, class
     ``required`` false (sampling is on by default wherever nvidia-smi is): what could not be measured is listed in
     ``not_judged`` and is no finding; true (``xuanwu_dmon_required``): it is a ``dmon.not_measured`` finding.
     Throttling, temperature, memory growth and unreadable output are findings either way. Bad bounds: ProfileError.
+
+    ``device``: bounds the GPUs report of themselves (``{'gtemp_max_c': 87}``); each applies only where the profile
+    sets none, says so in its finding's expected value, and is listed in the entry as ``bounds_from_device``.
     """
     bounds = merged_bounds(bounds)
+    from_device = dict((key, value) for key, value in (device or {}).items()
+                       if key in DEVICE_BOUND_NOTE and bounds.get(key) is None and isinstance(value, (int, float))
+                       and not isinstance(value, bool) and value > 0)
+    bounds.update(from_device)
     workload = workload or 'the workload'
     out = _Out(host)
     if not isinstance(dmon, dict):
@@ -549,6 +564,10 @@ def judge_run(dmon, bounds=None, host=None, workload=None, required=False, class
     if events_missing is not None:
         out.not_measured('dmon', 'dmon.throttle, dmon.throttle_warn', 'clock event reasons', events_missing)
     found, reasons = _judge(summary, bounds, host, events, classes)
+    if 'gtemp_max_c' in from_device:
+        for finding in found:
+            if finding['check'] == 'dmon.temperature' and str(finding.get('measured', '')).startswith('gtemp '):
+                finding['expected'] = '%s (%s)' % (finding['expected'], DEVICE_BOUND_NOTE['gtemp_max_c'])
     found = sorted(out.found + found, key=_findings.sort_key)
     kept = [f for f in found if required or f['check'] != 'dmon.not_measured']
     not_judged = [f['message'] for f in found if f not in kept]
@@ -567,6 +586,8 @@ def judge_run(dmon, bounds=None, host=None, workload=None, required=False, class
         entry['clock_events'] = clock
     if summary['truncated']:
         entry['truncated'] = True
+    if from_device:
+        entry['bounds_from_device'] = from_device
     if not_judged:
         entry['not_judged'] = not_judged
     return _during(kept, workload), entry

@@ -43,15 +43,28 @@ class Judge(object):
         """Findings of one workload run (``_workloads.EVALUATORS``), judged by the curves of ``section``."""
         return self._judged(_workloads.evaluate(kind, run, self.for_section(section), host))
 
-    def dmon(self, dmon, host, workload=None, required=False):
+    def dmon(self, dmon, host, workload=None, required=False, device=None):
         """``(findings, entry)`` of the GPU samples taken during a workload (``_dmon_checks.judge_run``) under the
-        profile's ``monitoring`` bounds and ``gpu.clock_event_reasons`` classes; the site overrides apply to the
-        findings as to every other."""
+        profile's ``monitoring`` bounds and ``gpu.clock_event_reasons`` classes, and where the profile sets no
+        temperature bound, the GPUs' own (``device``, ``device_bounds``); the site overrides apply to the findings as
+        to every other."""
         bounds = dict((k, v) for k, v in (self.profile.get('monitoring') or {}).items()
                       if k in _dmon_checks.DEFAULT_BOUNDS and v is not None)
         classes = (self.profile.get('gpu') or {}).get('clock_event_reasons')
-        found, entry = _dmon_checks.judge_run(dmon, bounds, host, workload, required, classes)
+        found, entry = _dmon_checks.judge_run(dmon, bounds, host, workload, required, classes, device)
         return self._judged(found), entry
+
+
+def device_bounds(facts):
+    """Bounds a host's GPUs report of themselves, from its probe facts: ``{'gtemp_max_c': the maximum operating
+    temperature its GPUs report}`` (``{}`` when no GPU reports one, or the facts are not a mapping). The GPUs of a node
+    are one model; where they differ, the highest is taken: a T.Limit reading of a GPU heating up between its two
+    readings comes out a few degrees low, never high (_parse_nvidia._max_operating_temp)."""
+    gpu = facts.get('gpu') if isinstance(facts, dict) else None
+    devices = gpu.get('devices') if isinstance(gpu, dict) else None
+    temps = [d.get('max_operating_temp_c') for d in devices or [] if isinstance(d, dict)]
+    temps = [t for t in temps if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0]
+    return {'gtemp_max_c': max(temps)} if temps else {}
 
 
 def evaluate(facts, profile, host):

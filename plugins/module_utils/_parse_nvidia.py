@@ -371,6 +371,7 @@ def parse_smi_xml(text):
             retired_pages: {single_bit, double_bit, pending},
             remapped_rows: {correctable, uncorrectable, pending, failure},
             clocks_event_reasons_active: [hw_slowdown, ...]
+            max_operating_temp_c: 87         # the driver's maximum operating temperature (_max_operating_temp)
 
     ``N/A`` (and a whole ``<remapped_rows>N/A</remapped_rows>``) gives ``None``.
 
@@ -465,6 +466,7 @@ def _gpu_details(gpu, bus_id):
         'retired_pages': part(_retired_pages, gpu, None),
         'remapped_rows': part(_remapped_rows, gpu, None),
         'clocks_event_reasons_active': part(_clock_reasons, gpu, None),
+        'max_operating_temp_c': _max_operating_temp(gpu),
     }
     usage = part(_gpu_usage, gpu, None)
     details.update(usage or {'compute_mode': None, 'processes': None})
@@ -474,7 +476,33 @@ def _gpu_details(gpu, bus_id):
     return details
 
 
-_MERGED_KEYS = ('ecc_errors', 'retired_pages', 'remapped_rows', 'clocks_event_reasons_active', 'compute_mode', 'processes')
+_MERGED_KEYS = ('ecc_errors', 'retired_pages', 'remapped_rows', 'clocks_event_reasons_active', 'compute_mode', 'processes',
+                'max_operating_temp_c')
+
+
+def _celsius(gpu, name):
+    """``<temperature><name>`` as a whole number of degrees C (``"87 C"``, ``"-2 C"``), ``None`` when absent or N/A."""
+    value = _child_text(gpu, 'temperature/' + name)
+    match = re.match(r'^\s*(-?\d{1,3})\s*C\s*$', value or '')     # a GPU's temperatures are 3 digits at most
+    return int(match.group(1)) if match else None
+
+
+def _max_operating_temp(gpu):
+    """The GPU's maximum operating temperature as the driver reports it, C, or ``None``.
+
+    Drivers print it as ``gpu_temp_max_gpu_threshold`` (e.g. ``85 C`` on Ampere); GPUs that report temperatures
+    relative to T.Limit (Hopper and newer: ``gpu_temp_tlimit``, the headroom to T.Limit, and
+    ``gpu_temp_max_gpu_tlimit_threshold``, the maximum operating temperature as headroom below T.Limit, ``0 C``; the
+    slowdown threshold is ``-2 C``, 2 C above T.Limit) give it as ``gpu_temp + gpu_temp_tlimit -
+    gpu_temp_max_gpu_tlimit_threshold`` (87 C on every H200 captured at rest; the two
+    readings are not taken at the same instant, so a GPU heating up under load can read a few degrees off)."""
+    absolute = _celsius(gpu, 'gpu_temp_max_gpu_threshold')
+    if absolute is None:
+        current, headroom, relative = (_celsius(gpu, name) for name in ('gpu_temp', 'gpu_temp_tlimit', 'gpu_temp_max_gpu_tlimit_threshold'))
+        if current is None or headroom is None or relative is None:
+            return None
+        absolute = current + headroom - relative
+    return absolute if 0 < absolute < 200 else None     # anything else is no temperature a GPU runs at
 
 
 @_guarded('merge_gpu_details')
