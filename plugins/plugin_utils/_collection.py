@@ -40,11 +40,23 @@ def version():
 
 
 def load_yaml(path, what):
+    """The YAML document of a file the site wrote (a profile, overrides): any reason it cannot be read, decoded or
+    parsed is a ProfileError naming the file, never a traceback."""
     try:
-        with open(path) as handle:
-            return yaml.load(handle, Loader=SPEC_LOADER)
+        with open(path, 'rb') as handle:
+            raw = handle.read()
     except (IOError, OSError) as err:
         raise ProfileError(path, None, 'cannot read %s: %s' % (what, err.strerror or err))
+    try:
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b'\n') + 1
+        raise ProfileError(path, None, '%s is not UTF-8 text: byte 0x%02x at line %d (offset %d); save it as UTF-8'
+                           % (what, raw[err.start], line, err.start))
+    if '\x00' in text:
+        raise ProfileError(path, None, '%s is not text: it holds a NUL byte at line %d' % (what, text[:text.index('\x00')].count('\n') + 1))
+    try:
+        return yaml.load(text, Loader=SPEC_LOADER)
     except yaml.YAMLError as err:
         mark = getattr(err, 'problem_mark', None)
         where = ' at line %d, column %d' % (mark.line + 1, mark.column + 1) if mark else ''

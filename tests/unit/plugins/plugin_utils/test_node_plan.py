@@ -151,3 +151,22 @@ def test_preflight_names_each_problem(variables, message):
 def test_preflight_message_names_every_host():
     text = _preflight.message({'b': ['two'], 'a': ['one']})
     assert text.index('host a:') < text.index('host b:') and 'nothing was changed' in text
+
+
+@pytest.mark.parametrize('content, message', [
+    (b'schema_version: 1\nname: caf\xe9\n', 'the profile is not UTF-8 text: byte 0xe9 at line 2 (offset 27); save it as UTF-8'),
+    (b'\xff\xfes\x00c\x00', 'the profile is not UTF-8 text: byte 0xff at line 1 (offset 0)'),
+    (b'schema_version: 1\n\x00\x00', 'the profile is not text: it holds a NUL byte at line 2'),
+    (b'schema_version: [1\n', 'the profile is not valid YAML'),
+])
+def test_a_profile_file_that_is_not_text_is_named_and_the_other_hosts_are_still_checked(tmp_path, content, message):
+    bad = tmp_path / 'site.yml'
+    bad.write_bytes(content)
+    cache = _preflight.ProfileCache()
+    problems, profile, _path = _preflight.check_host({'xuanwu_profile': str(bad)}, ('inventory_hostname', 'n1'), KNOWN, cache)
+    assert profile is None and any(p.startswith('%s: %s' % (bad, message)) for p in problems), problems
+    # the next host, with a good profile, is checked as usual, and the message names both
+    good, profile, _path = _preflight.check_host({'xuanwu_profile': 'h200x4-nvlink'}, ('inventory_hostname', 'n2'), KNOWN, cache)
+    assert good == [] and profile['name'] == 'h200x4-nvlink'
+    text = _preflight.message({'n1': problems, 'n2': ['xuanwu_profile_overrides: must be a mapping']})
+    assert 'host n1:' in text and 'host n2:' in text and str(bad) in text
