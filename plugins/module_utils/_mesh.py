@@ -24,7 +24,7 @@ import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_net import parse_ip_addr
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_net import is_ip_address, parse_ip_addr
 
 SSH_PORT = 22
 MAX_WORKERS = 64
@@ -499,6 +499,19 @@ def _public_keys(lines, problems):
     return keys
 
 
+# A host name by its grammar (RFC 1123 labels, underscores as inventories use them): no wildcard, negation, comma,
+# bracket, blank or control character can reach a known_hosts host field.
+_HOST_NAME = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*$')
+
+
+def known_host_name(name):
+    """``name`` when it may stand in a known_hosts host field (an IP address, or a host name by its grammar), else
+    ``None``."""
+    if is_ip_address(name):
+        return name
+    return name if isinstance(name, str) and _HOST_NAME.match(name) else None
+
+
 def _known_name(name, port):
     return name if port == SSH_PORT else '[%s]:%d' % (name, port)
 
@@ -508,8 +521,9 @@ def trust_files(reads, port=SSH_PORT, addresses=True):
 
     Each node's host keys are listed under its inventory name, its ``ansible_host`` and (``addresses``) its global
     addresses; an address that more than one node has (a container bridge such as docker0's) is left out, since
-    it names no single node. ``missing``: ``{host: what}`` for a node with no user key or no host key.
-    Linear in the number of nodes.
+    it names no single node. ``missing``: ``{host: what}`` for a node with no user key or no host key, or whose
+    names are not all addresses or host names (``known_host_name``): such a name is never written, and the node is
+    named with what it printed. Linear in the number of nodes.
     """
     owners = {}
     if addresses:
@@ -522,14 +536,19 @@ def trust_files(reads, port=SSH_PORT, addresses=True):
         read = reads[host]
         lacking = [what for what, value in (('no user key', read.get('user_key')), ('no host key', read.get('host_keys')))
                    if not value]
-        if lacking or read.get('problems'):
-            missing[host] = ', '.join(lacking + list(read.get('problems') or []))
+        candidates = [host, read.get('ansible_host')] + (sorted(set(read.get('addresses') or []) - set(shared)) if addresses else [])
+        hostile = ['%r is not an address or host name' % (str(name)[:60],) for name in candidates
+                   if name and known_host_name(name) is None]
+        if lacking or read.get('problems') or hostile:
+            missing[host] = ', '.join(lacking + list(read.get('problems') or []) + hostile)
         if read.get('user_key') and read['user_key'] not in authorized:
             authorized.append(read['user_key'])
-        names = [host]
-        for name in [read.get('ansible_host')] + (sorted(set(read.get('addresses') or []) - set(shared)) if addresses else []):
-            if name and name not in names:
+        names = []
+        for name in candidates:
+            if name and known_host_name(name) is not None and name not in names:
                 names.append(name)
+        if not names:
+            continue
         field = ','.join(_known_name(name, port) for name in names)
         known.extend('%s %s' % (field, key) for key in read.get('host_keys') or [])
     return {'authorized_keys': authorized, 'known_hosts': known, 'missing': missing, 'shared_addresses': shared}

@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import json
 import re
 
@@ -643,6 +644,17 @@ def parse_mtu(text):
     return int_from_text(lines[0], source, 'mtu', text, low=0, high=1 << 20)
 
 
+def is_ip_address(value):
+    """True for an IPv4 or IPv6 address as text (no zone, no prefix, no blank or control character around it)."""
+    if not isinstance(value, str) or not value or value != value.strip() or '%' in value or '/' in value:
+        return False
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_ip_addr(text):
     """Parse ``ip -j addr show [scope global]``: ``[{ifname, family, address, prefixlen, scope}]``, one per address.
 
@@ -665,6 +677,9 @@ def parse_ip_addr(text):
             if not isinstance(info, dict) or 'local' not in info:
                 continue
             address = _opt_str(info, 'local', source, text)
+            if not is_ip_address(address):
+                # what a node prints here ends up in files and lines of other nodes (known_hosts): an address or nothing
+                raise ParseError(source, '%s: %r is not an IP address' % (link['ifname'], (address or '')[:60]), text)
             prefix = info.get('prefixlen')
             if not isinstance(prefix, int) or isinstance(prefix, bool) or not 0 <= prefix <= 128:
                 raise ParseError(source, '%s: prefixlen of %s is not a number' % (link['ifname'], address), text)

@@ -1,5 +1,6 @@
 """The SSH mesh preflight (plugins/module_utils/_mesh.py): known_hosts read as OpenSSH reads it, the findings of
 a peer's record (both ends named), the MTU of the job interface compared between nodes, bad arguments."""
+import json
 import os
 
 import pytest
@@ -301,3 +302,44 @@ def test_known_hosts_written_for_the_nodes_verify_them():
         for target in (peer('node2', port=port), peer('node2', '10.0.0.2', port)):
             assert _mesh.judge_host_key(entries, _mesh.lookup_names(target), *key('node2')) == 'ok'
             assert _mesh.judge_host_key(entries, _mesh.lookup_names(target), *key('node1')) == 'changed'
+
+
+# A node under someone else's control prints what it likes; nothing it prints may become a wildcard, another host's
+# name, a marker line or a second entry in every node's known_hosts.
+HOSTILE_ADDRESSES = [
+    '*', '*.example.com', '10.0.0.1,github.com', '10.0.0.1\n@cert-authority * ssh-ed25519 AAAA', '!10.0.0.1',
+    '[10.0.0.1]:22', 'fe80::1%*', '10.0.0.1/24', ' 10.0.0.1', '10.0.0.300', '',
+]
+
+
+@pytest.mark.parametrize('local', HOSTILE_ADDRESSES)
+def test_a_hostile_address_is_named_and_never_written(local):
+    hostile = json.dumps([{'ifname': 'eth0', 'addr_info': [{'local': local, 'prefixlen': 24, 'family': 'inet', 'scope': 'global'}]}])
+    good = '[{"ifname":"ib0","addr_info":[{"local":"10.1.0.2","prefixlen":16,"family":"inet","scope":"global"}]}]'
+    reads = {'node1': _mesh.parse_trust_read(trust_read('node1', ('node1',), hostile, '10.0.0.1')),
+             'node2': _mesh.parse_trust_read(trust_read('node2', ('node2',), good, '10.0.0.2'))}
+    files = _mesh.trust_files(reads)
+    assert list(files['missing']) == ['node1'] and 'is not an IP address' in files['missing']['node1'], files['missing']
+    # the other node is known as before; the hostile one only by names that were checked
+    assert files['known_hosts'] == ['node1,10.0.0.1 %s' % ' '.join(key('node1')), 'node2,10.0.0.2,10.1.0.2 %s' % ' '.join(key('node2'))]
+    text = '\n'.join(files['known_hosts'])
+    assert '*' not in text and '@' not in text and len(text.splitlines()) == 2
+    entries = _mesh.parse_known_hosts(text)['entries']
+    assert _mesh.judge_host_key(entries, ['github.com'], *key('node1')) != 'ok'
+
+
+@pytest.mark.parametrize('ansible_host', ['*', 'node1,*', 'a b', 'x\n@revoked * ssh-ed25519 AAAA', '-oProxyCommand=x'])
+def test_a_hostile_ansible_host_or_inventory_name_is_named_and_never_written(ansible_host):
+    reads = {'node1': _mesh.parse_trust_read(trust_read('node1', ('node1',), None, 'placeholder')), 'node 2': _mesh.parse_trust_read(
+        trust_read('node2', ('node2',), None, '10.0.0.2'))}
+    reads['node1']['ansible_host'] = ansible_host
+    files = _mesh.trust_files(reads)
+    assert sorted(files['missing']) == ['node 2', 'node1'] and 'is not an address or host name' in files['missing']['node1']
+    # written in inventory order ('node 2' sorts first), each under its checked names only
+    assert files['known_hosts'] == ['10.0.0.2 %s' % ' '.join(key('node2')), 'node1 %s' % ' '.join(key('node1'))]
+
+
+@pytest.mark.parametrize('name, ok', [('10.0.0.1', True), ('fd00::2', True), ('gpu-node01', True), ('gpu_node01.dc1.example', True),
+                                      ('g' * 64, False), ('a..b', False), ('-x', False), ('x*', False), ('', False), (None, False)])
+def test_known_host_names_by_grammar(name, ok):
+    assert (_mesh.known_host_name(name) is not None) is ok
