@@ -28,7 +28,7 @@ def _addresses(hosts, hostvars):
 
 
 def prometheus_scrape_configs(hosts, hostvars, node_port=9100, dcgm_hosts=None, dcgm_port=0,
-                              self_target='localhost:9090', node_job='node', dcgm_job='dcgm'):
+                              self_target='localhost:9090', node_job='node', dcgm_job='dcgm', job_settings=None):
     if not isinstance(hosts, (list, tuple)) or not isinstance(dcgm_hosts or [], (list, tuple)):
         raise AnsibleFilterError('prometheus_scrape_configs: the hosts must be lists of inventory host names, got %r and %r'
                                  % (hosts, dcgm_hosts))
@@ -36,17 +36,21 @@ def prometheus_scrape_configs(hosts, hostvars, node_port=9100, dcgm_hosts=None, 
     try:
         addresses = _addresses(list(hosts) + dcgm_hosts, hostvars)
         return _scrape.scrape_configs(hosts, addresses, node_port=node_port, dcgm_hosts=dcgm_hosts, dcgm_port=dcgm_port,
-                                      self_target=self_target, node_job=node_job, dcgm_job=dcgm_job)
+                                      self_target=self_target, node_job=node_job, dcgm_job=dcgm_job,
+                                      job_settings=job_settings)
     except ValueError as err:
         raise AnsibleFilterError('prometheus_scrape_configs: %s' % err)
 
 
-def prometheus_duration_seconds(text):
-    """Seconds of a Prometheus duration, or None when it is not one (the role's assert says so)."""
+def prometheus_duration_seconds(text, variable=None):
+    """Seconds of a Prometheus duration. Not one: None (the role's assert says so), or with ``variable`` an error that
+    names it."""
     try:
         return _scrape.duration_seconds(text)
-    except ValueError:
-        return None
+    except ValueError as err:
+        if variable is None:
+            return None
+        raise AnsibleFilterError('%s: %s' % (variable, err))
 
 
 class FilterModule(object):

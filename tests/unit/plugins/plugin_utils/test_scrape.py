@@ -12,10 +12,38 @@ DAY = 86400
 @pytest.mark.parametrize('text, seconds', [
     ('30d', 30 * DAY), ('720h', 30 * DAY), ('1y', 365 * DAY), ('4w2d', 30 * DAY), ('90d', 90 * DAY),
     ('1d12h', 36 * 3600), ('15s', 15), ('1500ms', 1.5), ('0', 0), (' 30d ', 30 * DAY), ('2w', 14 * DAY),
+    ('5w', 35 * DAY), ('35d', 35 * DAY), ('365d', 365 * DAY), ('1h', 3600), ('1m', 60), ('1s', 1), ('7ms', 0.007),
+    ('0s', 0), ('43200m', 30 * DAY), ('2592000s', 30 * DAY),
+    ('1y2w3d4h5m6s7ms', 365 * DAY + 14 * DAY + 3 * DAY + 4 * 3600 + 5 * 60 + 6 + 0.007),
 ])
 def test_durations(text, seconds):
     assert _scrape.duration_seconds(text) == seconds
     assert prom_filter.prometheus_duration_seconds(text) == seconds
+    assert prom_filter.prometheus_duration_seconds(text, 'prometheus_retention_time') == seconds
+
+
+# What the prometheus role asked and what Prometheus 2.42 reports for it (/api/v1/status/flags): the role's verify
+# compares them as seconds, so each pair is the same retention.
+@pytest.mark.parametrize('asked, reported', [
+    ('35d', '5w'), ('365d', '1y'), ('720h', '30d'), ('4w2d', '30d'), ('30d', '30d'), ('90d', '90d'),
+    ('14d', '2w'), ('1d24h', '2d'), ('60m', '1h'), ('1500ms', '1s500ms'), ('0', '0s'), ('8760h', '1y'), ('366d', '366d'),
+])
+def test_prometheus_spells_a_duration_its_own_way(asked, reported):
+    assert _scrape.duration_text(_scrape.duration_seconds(asked)) == reported
+    assert _scrape.duration_seconds(reported) == _scrape.duration_seconds(asked)
+
+
+@pytest.mark.parametrize('value', [-1, None, '30d', True])
+def test_duration_text_wants_seconds(value):
+    with pytest.raises(ValueError, match='number of seconds'):
+        _scrape.duration_text(value)
+
+
+def test_a_malformed_duration_names_its_variable():
+    with pytest.raises(AnsibleFilterError, match=r"^prometheus_retention_time: '30 days' is not a Prometheus duration"):
+        prom_filter.prometheus_duration_seconds('30 days', 'prometheus_retention_time')
+    with pytest.raises(AnsibleFilterError, match=r"^storage.tsdb.retention.time: a Prometheus duration is text"):
+        prom_filter.prometheus_duration_seconds(None, 'storage.tsdb.retention.time')
 
 
 @pytest.mark.parametrize('text', ['', '30', 'd', '30 d', '-30d', '1.5d', '12h1d', '30days', '1d1d', 'thirty', '30D'])
@@ -101,3 +129,43 @@ def test_bad_settings(kwargs, message):
 def test_bad_hosts(hosts, hostvars, message):
     with pytest.raises(AnsibleFilterError, match=message):
         prom_filter.prometheus_scrape_configs(hosts, hostvars)
+
+
+def _jobs(**kwargs):
+    hosts, hostvars = _inventory(2)
+    configs = prom_filter.prometheus_scrape_configs(hosts, hostvars, dcgm_hosts=hosts, dcgm_port=9400, **kwargs)
+    return dict((c['job_name'], c) for c in configs)
+
+
+def test_job_settings_https_and_basic_auth_by_file():
+    node = {'scheme': 'https', 'tls_config': {'ca_file': '/etc/prometheus/scrape-ca.crt'},
+            'basic_auth': {'username': 'prometheus', 'password_file': '/etc/prometheus/node_exporter.password'}}
+    jobs = _jobs(job_settings={'node': node, 'prometheus': {'scheme': 'http'}})
+    assert list(jobs['node']) == ['job_name', 'scheme', 'basic_auth', 'tls_config', 'static_configs']
+    assert jobs['node']['scheme'] == 'https'
+    assert jobs['node']['basic_auth'] == {'username': 'prometheus', 'password_file': '/etc/prometheus/node_exporter.password'}
+    assert jobs['node']['tls_config'] == {'ca_file': '/etc/prometheus/scrape-ca.crt'}
+    # the jobs not named keep plain http (Prometheus's default: no scheme key)
+    assert list(jobs['dcgm']) == ['job_name', 'static_configs']
+    assert list(jobs['prometheus']) == ['job_name', 'static_configs']
+
+
+@pytest.mark.parametrize('settings, message', [
+    ({'node': {'basic_auth': {'username': 'p', 'password': 'secret'}}}, 'the password stays in a file of its own'),
+    ({'node': {'basic_auth': {'username': 'p:q', 'password_file': '/x'}}}, 'username \\(no colon\\)'),
+    ({'node': {'basic_auth': {'username': 'p', 'password_file': 'relative'}}}, 'password_file \\(an absolute path\\)'),
+    ({'node': {'scheme': 'ftp'}}, 'scheme is http or https'),
+    ({'node': {'tls_config': {'ca_file': '/ca'}}}, 'tls_config without scheme https'),
+    ({'node': {'scheme': 'https', 'tls_config': {'insecure_skip_verify': True}}}, 'tls_config holds ca_file'),
+    ({'node': {'bearer_token': 'x'}}, 'bearer_token not one of scheme, basic_auth, tls_config'),
+    ({'other': {}}, 'job_settings maps the jobs'),
+])
+def test_job_settings_refused(settings, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        _jobs(job_settings=settings)
+
+
+def test_a_refused_password_is_not_in_the_message():
+    with pytest.raises(AnsibleFilterError) as err:
+        _jobs(job_settings={'node': {'basic_auth': {'username': 'p', 'password': 'hunter2-secret'}}})
+    assert 'hunter2-secret' not in str(err.value)
