@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Redaction of secrets in environments and in the text written about them (pure functions).
 
-A value is secret when its variable name matches ``SECRET_KEY_PATTERN`` (case-insensitive) or is one
-of the extra names given (``xuanwu_redact_env_keys``, compared case-insensitively); the password of a
-URL (``scheme://user:password@host``) is secret in any value and any text.
+A value is secret when its variable name matches ``SECRET_NAME`` (case-insensitive; PWD and OLDPWD excepted) or
+is one of the extra names given (``xuanwu_redact_env_keys``, compared case-insensitively); the password of a
+URL (``scheme://user:password@host``), the credential of an ``Authorization:`` header or a ``Bearer`` token
+and the password of ``sshpass -p`` are secret in any value and any text, and every secret value found is then
+masked wherever else it appears.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,22 +16,48 @@ __metaclass__ = type
 
 import re
 
-SECRET_KEY_PATTERN = re.compile('PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY|AUTH', re.IGNORECASE)
+# Names of secrets as sites spell them: passwords (password, passwd, passphrase, pwd, db_pwd, vault_pw, ldap_bind_pw,
+# *_pass), secrets and tokens (secret, token, jwt, bearer, cookie, credential, auth), keys (private_key, api_key,
+# apiKey, munge_key, ssh_key, WANDB_KEY: a name that ends in KEY) -- a word inside the name, any case.
+SECRET_NAME = re.compile(
+    r'PASSWORD|PASSWD|PASSPHRASE|PWD|(?:^|[_.-])PW(?:$|[_.-])|(?:^|[_.-])PASS$|SECRET|TOKEN|JWT|BEARER|COOKIE|CREDENTIAL|AUTH(?!ORIZED|ORS?(?:$|[_.-]))'
+    r'|PRIVATE_?KEY|API_?KEY|(?:^|[_.-]|[a-z])KEY$|MUNGE', re.IGNORECASE)
+# Environment names that look like secrets and are not: the working directories a shell exports.
+NOT_SECRET_NAMES = frozenset(('PWD', 'OLDPWD'))
+SECRET_KEY_PATTERN = SECRET_NAME
 MASK = '***'
 # scheme://user:password@ : the password is everything after the first ':' of the userinfo
 _URL_USERINFO = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):([^/?#@\s]*)@')
+# Secrets that text itself announces, whatever variable carries it: a credential after an HTTP authorisation scheme
+# ("Authorization: Bearer ...", "Basic ...", "token ..."), and sshpass's password option (-p PASSWORD, -pPASSWORD).
+_ANNOUNCED = (
+    re.compile(r'((?:Authorization|Proxy-Authorization)\s*:\s*(?:Bearer|Basic|Token|Digest|Negotiate)\s+)([^\s"\',;]+)', re.IGNORECASE),
+    re.compile(r'(\bBearer\s+)([A-Za-z0-9._~+/=-]{8,})', re.IGNORECASE),
+    re.compile(r'(\bsshpass\s+(?:-[A-Za-oq-z]\S*\s+)*-p\s*)("[^"]*"|\'[^\']*\'|\S+)'),
+)
 
 
 def is_secret_key(key, extra_keys=()):
     """Whether the variable ``key`` holds a secret."""
     key = str(key)
-    return bool(SECRET_KEY_PATTERN.search(key)) or key.upper() in set(str(k).upper() for k in extra_keys or ())
+    if key.upper() in set(str(k).upper() for k in extra_keys or ()):
+        return True
+    return key.upper() not in NOT_SECRET_NAMES and bool(SECRET_NAME.search(key))
+
+
+def announced_secrets(text):
+    """The secret values ``text`` announces itself (an Authorization header's credential, sshpass -p's password)."""
+    found = []
+    for pattern in _ANNOUNCED:
+        found.extend(m.group(2).strip('"\'') for m in pattern.finditer(text or '') if m.group(2).strip('"\''))
+    return found
 
 
 def redact_text(text, secrets=()):
-    """``text`` with the password of every URL and every (non-empty) value of ``secrets``, longest
-    first, replaced by ``MASK``."""
+    """``text`` with the password of every URL, every secret it announces (``announced_secrets``) and every
+    (non-empty) value of ``secrets``, longest first, replaced by ``MASK``."""
     text = _URL_USERINFO.sub(lambda m: '%s:%s@' % (m.group(1), MASK), text)
+    secrets = list(secrets or ()) + announced_secrets(text)
     for secret in sorted(set(str(s) for s in secrets or () if s), key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
@@ -43,6 +71,7 @@ def secret_values(env, extra_keys=()):
         if is_secret_key(key, extra_keys) and value:
             found.append(value)
         found.extend(m.group(2) for m in _URL_USERINFO.finditer(value) if m.group(2))
+        found.extend(announced_secrets(value))
     return found
 
 

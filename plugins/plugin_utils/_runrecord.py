@@ -27,12 +27,13 @@ OUTCOMES = ('passed', 'failed', 'reboot_required', 'not_ours', 'unreachable')
 # outcomes that count as failed (a host that needs a reboot, or is not ours, is neither done nor failed)
 FAILED_OUTCOMES = ('failed', 'unreachable')
 # an inventory variable whose name matches holds a secret (ansible_password, ansible_become_pass, a key's passphrase, ...)
-SECRET_VARIABLE = re.compile('password|passwd|passphrase|secret|token|credential|api_key|private_key|(^|_)pass$', re.IGNORECASE)
+SECRET_VARIABLE = _redact.SECRET_NAME   # one list of secret names for variables, nested keys and environments
 # the inventory variables that hold environments of the jobs (their secret keys: _redact, xuanwu_redact_env_keys)
 ENV_VARIABLES = ('xuanwu_nccl_env', 'xuanwu_torch_env')
 # key=value or "key": "value" in free text (a command line, a log) whose key names a secret
 _SECRET_ASSIGNMENT = re.compile(
-    r'''(?P<key>["']?[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|credential|api_key|private_key|_pass)[A-Za-z0-9_]*["']?'''
+    r'''(?P<key>["']?[A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|_pw|secret|token|jwt|credential|api_?key|private_?key|munge'''
+    r'''|_pass|_key)[A-Za-z0-9_]*["']?'''
     r'''\s*[=:]\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,}]+)''', re.IGNORECASE)
 
 
@@ -42,7 +43,7 @@ class RecordError(Exception):
 
 def is_secret_variable(name):
     """Whether the inventory variable (or nested key) ``name`` holds a secret."""
-    return bool(SECRET_VARIABLE.search(str(name)))
+    return _redact.is_secret_key(name)
 
 
 def _encrypted(value):

@@ -19,9 +19,15 @@ ENV = {'https_proxy': 'http://u:s3cr3t@p:3128', 'NCCL_SOCKET_IFNAME': 'eth0', 'M
     ('NCCL_SOCKET_IFNAME', (), False),
     ('https_proxy', (), False),
     ('NCCL_IB_HCA', (), False),
-    ('WANDB_KEY', (), False),
+    ('WANDB_KEY', (), True),                # a name that ends in KEY
     ('WANDB_KEY', ('wandb_key',), True),
     ('NCCL_IB_HCA', ('OTHER',), False),
+    # as sites spell them (none of these was masked before)
+    ('db_pwd', (), True), ('vault_pw', (), True), ('ldap_bind_pw', (), True), ('slurm_jwt', (), True),
+    ('munge_key', (), True), ('ssh_key', (), True), ('apiKey', (), True), ('ipmi_pwd', (), True),
+    # and what only looks like one
+    ('PWD', (), False), ('OLDPWD', (), False), ('ssh_trust_authorized_keys_file', (), False), ('author', (), False),
+    ('keyboard_layout', (), False), ('NCCL_IB_GID_INDEX', (), False), ('ansible_ssh_common_args', (), False),
 ])
 def test_secret_keys(key, extra, secret):
     assert _redact.is_secret_key(key, extra) is secret
@@ -39,6 +45,12 @@ def test_redact_env(env, extra, shown):
     assert _redact.redact_env(env, extra) == shown
 
 
+def test_a_secret_a_value_announces_is_masked_wherever_else_it_appears():
+    found = _redact.secret_values({'ansible_ssh_common_args': '-o ProxyCommand="sshpass -p s3cr3t! ssh -W %h:%p jump"'})
+    assert found == ['s3cr3t!']
+    assert _redact.redact({'log': 'login with s3cr3t! failed'}, found) == {'log': 'login with *** failed'}
+
+
 def test_secret_values_are_the_masked_values_and_url_passwords():
     assert sorted(_redact.secret_values(ENV)) == ['hunter2', 's3cr3t']
     assert _redact.secret_values({'WANDB_KEY': 'abcd'}, ['WANDB_KEY']) == ['abcd']
@@ -51,6 +63,14 @@ def test_secret_values_are_the_masked_values_and_url_passwords():
     ('mail user@example.com, path a:b@c', [], 'mail user@example.com, path a:b@c'),
     ('hunter22 hunter2', ['hunter2', 'hunter22'], '*** ***'),
     ('nothing secret', ['', None], 'nothing secret'),
+    # announced by the text itself, whatever variable carries it
+    ('-o ProxyCommand="sshpass -p s3cr3t! ssh -W %h:%p jump"', [], '-o ProxyCommand="sshpass -p *** ssh -W %h:%p jump"'),
+    ('sshpass -pHunter2 ssh n1; sshpass -e ssh n2; sshpass -f /run/pw ssh n3', [],
+     'sshpass -p*** ssh n1; sshpass -e ssh n2; sshpass -f /run/pw ssh n3'),
+    ('curl -H "Authorization: Bearer eyJhbGciOi.eyJzdWIi.sig" https://x', [], 'curl -H "Authorization: Bearer ***" https://x'),
+    ('Authorization: Basic dXNlcjpwYXNz', [], 'Authorization: Basic ***'),
+    ('token was Bearer abcdefgh12345678 then Bearer abcdefgh12345678', [], 'token was Bearer *** then Bearer ***'),
+    ('a Bearer of bad news', [], 'a Bearer of bad news'),
 ])
 def test_redact_text(text, secrets, want):
     assert _redact.redact_text(text, secrets) == want

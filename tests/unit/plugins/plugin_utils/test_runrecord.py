@@ -227,3 +227,28 @@ def test_venv_locks_hash_the_requirements_file(tmp_path):
     locks = rr.venv_locks([{'path': '/opt/a/', 'requirements': str(req)}, {'path': '/opt/b', 'requirements': str(tmp_path / 'gone')}], read)
     assert locks == {'/opt/a': hashlib.sha256(req.read_bytes()).hexdigest(), '/opt/b': None}
     assert rr.venv_locks([], read) is None and rr.venv_locks(None, read) is None
+
+
+def test_secrets_as_sites_name_them_are_masked_by_name_and_then_by_value_everywhere():
+    # the names of issue reports: none was masked before; each value is then masked wherever else it appears
+    variables = {
+        'db_pwd': 'pw-db-1', 'vault_pw': 'pw-vault-2', 'ldap_bind_pw': 'pw-ldap-3', 'slurm_jwt': 'eyJ.slurm.4',
+        'munge_key': 'munge-5', 'ssh_key': '/secure/id_ed25519', 'site': {'apiKey': 'api-6', 'WANDB_KEY': 'wandb-7'},
+        'ipmi_pwd': 'pw-ipmi-8',
+        'ansible_ssh_common_args': '-o ProxyCommand="sshpass -p pw-jump-9 ssh -W %h:%p jump"',
+        'xuanwu_torch_env': {'WANDB_KEY': 'wandb-7', 'HTTP_HEADER': 'Authorization: Bearer tok-abcdefgh-10'},
+        'note': 'copied: pw-db-1 and munge-5 and tok-abcdefgh-10 and pw-jump-9',
+        'ansible_host': '10.0.0.5', 'xuanwu_profile': 'h200x4-nvlink',
+    }
+    shown, secrets = rr.redact_variables(variables)
+    text = json.dumps(shown)
+    for value in ('pw-db-1', 'pw-vault-2', 'pw-ldap-3', 'eyJ.slurm.4', 'munge-5', 'id_ed25519', 'api-6', 'wandb-7', 'pw-ipmi-8',
+                  'pw-jump-9', 'tok-abcdefgh-10'):
+        assert value not in text, (value, text)
+        assert any(value in s for s in secrets), value
+    assert shown['note'] == 'copied: *** and *** and *** and ***'
+    assert shown['ansible_ssh_common_args'] == '-o ProxyCommand="sshpass -p *** ssh -W %h:%p jump"'
+    assert shown['ansible_host'] == '10.0.0.5' and shown['xuanwu_profile'] == 'h200x4-nvlink'
+    # free text of the run (a command line, a log line) with the same secrets
+    line = 'ansible-playbook -e db_pwd=pw-db-1 -e munge_key=munge-5 ... Authorization: Bearer tok-abcdefgh-10'
+    assert rr.redact_free_text(line, secrets) == 'ansible-playbook -e db_pwd=*** -e munge_key=*** ... Authorization: Bearer ***'
