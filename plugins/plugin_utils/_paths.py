@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import os
 import re
 
 _UNSAFE = re.compile('[^A-Za-z0-9._-]')
@@ -33,3 +34,15 @@ def safe_name(name):
         safe = '_' * len(safe)
     digest = hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]
     return '%s-%s' % (safe[:MAX_LENGTH - 1 - len(digest)] or '_', digest)
+
+
+def under_cwd(name):
+    """``name`` (a relative folder such as ``reports``) under the controller's working directory, as the process
+    has it (``os.getcwd()``), never ``$PWD``: a service or a job may run without that variable, or with a parent's."""
+    if not isinstance(name, str) or not name or os.path.isabs(name):
+        raise TypeError('under_cwd needs a relative folder name, got %r' % (name,))
+    try:
+        cwd = os.getcwd()
+    except OSError as err:
+        raise TypeError('the working directory of the controller cannot be read (%s): set the folder explicitly' % (err.strerror or err))
+    return os.path.join(cwd, name)

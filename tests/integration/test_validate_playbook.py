@@ -372,3 +372,25 @@ def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
         assert '<b>' not in handle.read()
     with open(os.path.join(folder, 'report.html')) as handle:
         assert '<b>x</b>' not in handle.read()
+
+
+def test_reports_and_records_go_to_the_working_directory_whatever_pwd_says(tmp_path):
+    """A service or a job may run ansible-playbook without PWD, or with its parent's: the default reports/ and runs/
+    folders are under the process's working directory, never under $PWD (which was / for a service without it)."""
+    inv = write_inventory(tmp_path, {'node': {'xuanwu_replay_dir': BUNDLE}})
+    work, elsewhere = tmp_path / 'work', tmp_path / 'parent'
+    work.mkdir()
+    elsewhere.mkdir()
+    for pwd in (None, str(elsewhere)):
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_CACHE_PLUGIN='memory')
+        env.pop('PWD', None)
+        if pwd:
+            env['PWD'] = pwd
+        proc = subprocess.run(['ansible-playbook', '-i', inv, os.path.join(ROOT, 'playbooks', 'validate.yml'),
+                               '-e', 'xuanwu_run_id=cwd-%s' % ('unset' if pwd is None else 'inherited')],
+                              cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sorted(os.listdir(str(work / 'reports'))) == ['cwd-inherited', 'cwd-unset', 'history.sqlite']
+    assert os.listdir(str(elsewhere)) == []
+    assert not os.path.exists('/reports/cwd-unset') and not os.path.exists('/runs/cwd-unset')

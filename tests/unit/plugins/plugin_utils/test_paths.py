@@ -7,6 +7,7 @@ from hypothesis import given, strategies as st
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.xuanwu.cluster.plugins.filter.safe_name import FilterModule
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _paths
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils._paths import safe_name
 
 
@@ -41,3 +42,14 @@ def test_the_filter_refuses_a_non_string_clearly():
     assert flt('../evil') == safe_name('../evil')
     with pytest.raises(AnsibleFilterError, match='must be a string, not int'):
         flt(3)
+
+
+def test_under_cwd_is_the_process_working_directory_not_pwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('PWD', '/somewhere/else')
+    assert _paths.under_cwd('reports') == os.path.join(str(tmp_path), 'reports')
+    monkeypatch.delenv('PWD')
+    assert _paths.under_cwd('runs') == os.path.join(str(tmp_path), 'runs')
+    for bad in ('', '/abs', None, 3):
+        with pytest.raises(TypeError):
+            _paths.under_cwd(bad)
