@@ -127,8 +127,11 @@ class ActionModule(ActionBase):
             'report.html': _report.render_html(report),
             'xuanwu.prom': _prom.render(report),
         }
-        # the nodes that get their metrics: every host of the run that was probed (one that was not may not be reachable)
-        export = sorted(h for h, e in report['hosts'].items() if not e.get('error')) if args['export_hosts'] else []
+        # the textfile exports (docs/metrics.md, "Which export carries what"): the nodes that get their own file are the
+        # probed hosts (one that was not may not be reachable) whose xuanwu_prometheus_textfile_dir is set; each series
+        # of the run is in one export only, so that nothing is counted twice with both exports on
+        export = self._export_hosts(task_vars, report) if args['export_hosts'] else []
+        exports = _prom.render_exports(report, export, controller=bool(args['controller_textfile_dir']))
         try:
             if not os.path.isdir(directory):
                 os.makedirs(directory, DIR_MODE)
@@ -139,7 +142,8 @@ class ActionModule(ActionBase):
                 metrics_dir = os.path.join(directory, 'metrics')
                 if not os.path.isdir(metrics_dir):
                     os.makedirs(metrics_dir, DIR_MODE)
-                for host, text in _prom.render_hosts(report, export).items():
+                for host, text in exports['nodes'].items():
+                    # each run replaces the file: never appended to
                     _write_private(os.path.join(metrics_dir, _paths.safe_name(host) + '.prom'), text)
         except (IOError, OSError) as err:
             result['failed'] = True
@@ -148,7 +152,7 @@ class ActionModule(ActionBase):
         if args['controller_textfile_dir']:
             target = os.path.join(args['controller_textfile_dir'], 'xuanwu.prom')
             try:
-                _prom.write_atomic(target, files['xuanwu.prom'])
+                _prom.write_atomic(target, exports['controller'])
             except (IOError, OSError, ValueError) as err:
                 result['failed'] = True
                 result['msg'] = ('cannot write the metrics to %s (xuanwu_prometheus_controller_textfile_dir): %s; the report '
@@ -172,6 +176,24 @@ class ActionModule(ActionBase):
         if history_error:
             result.update(failed=True, msg=history_error)
         return result
+
+    @staticmethod
+    def _export_hosts(task_vars, report):
+        """The probed hosts of ``report`` whose own ``xuanwu_prometheus_textfile_dir`` is set (a group or host may set
+        it to '' for none), in name order: those the export play copies a file to."""
+        hostvars = task_vars.get('hostvars') or {}
+        out = []
+        for host in sorted(report['hosts']):
+            if report['hosts'][host].get('error'):
+                continue
+            try:
+                folder = hostvars[host].get('xuanwu_prometheus_textfile_dir')
+            except Exception:  # pylint: disable=broad-except
+                folder = None
+            # unset for the host: the value the report was asked with (the role default or -e) holds for it
+            if folder is None or folder:
+                out.append(host)
+        return out
 
     def _host_results(self, hostvars, host):
         """What the report reads of ``host``: its results as the facts hold them, without templating them again.

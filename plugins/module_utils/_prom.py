@@ -5,11 +5,12 @@
 
 :func:`render` turns a report (``report.json``'s dict, docs/report-format.md) into the Prometheus text
 exposition format: one ``# HELP`` and ``# TYPE`` line per metric, every metric a gauge named ``xuanwu_...``,
-label values escaped (backslash, double quote, newline), no sample twice. :func:`write_atomic` writes it
-where the collector reads (``*.prom``): a temporary file in the same folder, fsync, mode 0644, rename, so
-that the collector never reads half a file.
+label values escaped (backslash, double quote, newline), no sample twice. :func:`render_exports` splits a run
+between the textfile exports (each node's file, the controller's) so that no series is in two of them.
+:func:`write_atomic` writes a text where the collector reads (``*.prom``): a temporary file in the same folder,
+fsync, mode 0644, rename over the old file (never an append), so that the collector never reads half a file.
 
-``render`` takes no Ansible imports and does no I/O; ``write_atomic`` writes one file.
+``render`` and ``render_exports`` take no Ansible imports and do no I/O; ``write_atomic`` writes one file.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,56 +33,70 @@ TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 STATUS_CODES = {'pass': 0, 'warn': 1, 'fail': 2, 'error': 3}
 SEVERITY_CODES = {'info': 0, 'warn': 1, 'fail': 2}
 
-# (name, help, labels): every metric render writes, in this order (docs/metrics.md lists the same).
+# (name, help, labels): every metric render writes, in this order (docs/metrics.md lists the same). A metric with a
+# ``host`` label is a host series (its host's result in one run: ``host``, then ``run_id``, first); the others are the
+# run's series (``run_id``, no host). render_exports puts each series in exactly one export.
 METRICS = (
     ('xuanwu_run_info', 'A validation run: its playbook, collection and ansible-core versions and result '
      '(always 1).', ('run_id', 'playbook', 'collection_version', 'ansible_version', 'result')),
     ('xuanwu_run_timestamp_seconds', 'When the run finished, Unix time.', ('run_id',)),
     ('xuanwu_run_duration_seconds', 'How long the run took, from its start to its end.', ('run_id',)),
-    ('xuanwu_run_result', 'Result of the run: 0 pass, 1 warn, 2 fail.', ('run_id',)),
+    ('xuanwu_run_result', 'Result of the run: 0 pass, 1 warn, 2 fail, 3 error (the run itself failed).', ('run_id',)),
     ('xuanwu_run_hosts', 'Hosts of the run by status (pass, warn, fail, error).', ('run_id', 'status')),
     ('xuanwu_host_status', 'Status of a host: 0 pass, 1 warn, 2 fail, 3 error (not probed, or a status this '
      'version does not know).', ('host', 'run_id')),
-    ('xuanwu_host_findings', 'Findings of a host by severity.', ('host', 'severity')),
+    ('xuanwu_host_last_validated_timestamp_seconds', 'When the host\'s latest validation finished, Unix time (the '
+     'run\'s end; no sample for a host the run could not probe).', ('host', 'run_id')),
+    ('xuanwu_host_findings', 'Findings of a host by severity.', ('host', 'run_id', 'severity')),
     ('xuanwu_check_outcome', 'The worst finding of a check on a component: 0 info, 1 warn, 2 fail; a check '
-     'without findings has no sample.', ('host', 'check', 'component')),
+     'without findings has no sample.', ('host', 'run_id', 'check', 'component')),
     ('xuanwu_host_not_judged', 'A measurement of a host that was not compared with the profile (always 1).',
-     ('host', 'component')),
-    ('xuanwu_workload_seconds', 'Wall time of a workload run.', ('host', 'kind', 'component')),
-    ('xuanwu_workload_exit_code', 'Exit code of a workload run.', ('host', 'kind', 'component')),
-    ('xuanwu_workload_timed_out', 'A workload run hit its time limit (1) or not (0).', ('host', 'kind', 'component')),
-    ('xuanwu_workload_ok', 'A torch workload reported success (1) or failure (0).', ('host', 'kind', 'component')),
-    ('xuanwu_workload_tokens_per_second', 'Training throughput of the DDP smoke run.', ('host', 'kind', 'component')),
+     ('host', 'run_id', 'component')),
+    ('xuanwu_workload_seconds', 'Wall time of a workload run.', ('host', 'run_id', 'kind', 'component')),
+    ('xuanwu_workload_exit_code', 'Exit code of a workload run.', ('host', 'run_id', 'kind', 'component')),
+    ('xuanwu_workload_timed_out', 'A workload run hit its time limit (1) or not (0).', ('host', 'run_id', 'kind', 'component')),
+    ('xuanwu_workload_ok', 'A torch workload reported success (1) or failure (0).', ('host', 'run_id', 'kind', 'component')),
+    ('xuanwu_workload_tokens_per_second', 'Training throughput of the DDP smoke run.', ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_workload_step_time_median_seconds', 'Median training step time of the DDP smoke run.',
-     ('host', 'kind', 'component')),
+     ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_workload_gpu_memory_growth_percent', 'GPU memory growth over the soak run.',
-     ('host', 'kind', 'component')),
+     ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_workload_rss_growth_percent', 'Host memory (RSS) growth over the soak run.',
-     ('host', 'kind', 'component')),
+     ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_collective_avg_busbw_gbytes', 'Average bus bandwidth of an nccl-tests run, GB/s (10^9 bytes/s).',
-     ('host', 'collective')),
+     ('host', 'run_id', 'collective')),
     ('xuanwu_collective_busbw_gbytes', 'Bus bandwidth of a collective at one message size, GB/s (10^9 bytes/s): '
-     'out-of-place, median over the cycles of the run.', ('host', 'collective', 'size_bytes')),
+     'out-of-place, median over the cycles of the run.', ('host', 'run_id', 'collective', 'size_bytes')),
     ('xuanwu_collective_busbw_floor_gbytes', 'The profile\'s floor for the bus bandwidth of a collective at one message '
-     'size, GB/s (only sizes the profile governs).', ('host', 'collective', 'size_bytes')),
-    ('xuanwu_gpu_dmon_samples', 'Samples nvidia-smi dmon took of a GPU during a workload (component: the workload).', ('host', 'component', 'gpu')),
-    ('xuanwu_gpu_dmon_load_samples', 'Samples of a GPU under load (sm % at or above the load bound).', ('host', 'component', 'gpu')),
-    ('xuanwu_gpu_power_watts', 'GPU power draw over the samples (stat: min, median, max).', ('host', 'component', 'gpu', 'stat')),
+     'size, GB/s (only sizes the profile governs).', ('host', 'run_id', 'collective', 'size_bytes')),
+    ('xuanwu_gpu_dmon_samples', 'Samples nvidia-smi dmon took of a GPU during a workload (component: the workload).',
+     ('host', 'run_id', 'component', 'gpu')),
+    ('xuanwu_gpu_dmon_load_samples', 'Samples of a GPU under load (sm % at or above the load bound).',
+     ('host', 'run_id', 'component', 'gpu')),
+    ('xuanwu_gpu_power_watts', 'GPU power draw over the samples (stat: min, median, max).',
+     ('host', 'run_id', 'component', 'gpu', 'stat')),
     ('xuanwu_gpu_utilization_percent', 'GPU utilisation over the samples (engine: sm, mem; stat: min, median, max).',
-     ('host', 'component', 'gpu', 'engine', 'stat')),
+     ('host', 'run_id', 'component', 'gpu', 'engine', 'stat')),
     ('xuanwu_gpu_temperature_celsius', 'GPU temperature over the samples (sensor: gpu, memory; stat: min, median, '
-     'max).', ('host', 'component', 'gpu', 'sensor', 'stat')),
+     'max).', ('host', 'run_id', 'component', 'gpu', 'sensor', 'stat')),
     ('xuanwu_gpu_clock_mhz', 'GPU clocks over the samples (clock: sm, memory; stat: min, median, max).',
-     ('host', 'component', 'gpu', 'clock', 'stat')),
-    ('xuanwu_gpu_sm_clock_under_load_min_mhz', 'Lowest SM clock of a GPU while under load.', ('host', 'component', 'gpu')),
+     ('host', 'run_id', 'component', 'gpu', 'clock', 'stat')),
+    ('xuanwu_gpu_sm_clock_under_load_min_mhz', 'Lowest SM clock of a GPU while under load.',
+     ('host', 'run_id', 'component', 'gpu')),
     ('xuanwu_gpu_framebuffer_used_mebibytes', 'GPU framebuffer memory in use (dmon fb, MiB; stat: min, median, max, '
-     'first, last).', ('host', 'component', 'gpu', 'stat')),
+     'first, last over all samples, idle ones included).', ('host', 'run_id', 'component', 'gpu', 'stat')),
+    ('xuanwu_gpu_framebuffer_growth_under_load_mebibytes', 'How GPU framebuffer memory grew under load after the '
+     'warm-up, MiB: the last minus the first sample under load once the warm-up is skipped (what dmon.memory_growth '
+     'judges).', ('host', 'run_id', 'component', 'gpu')),
     ('xuanwu_gpu_ecc_errors', 'ECC errors dmon counted on a GPU during a workload (counter: sbecc single-bit, dbecc '
-     'double-bit), summed over its samples.', ('host', 'component', 'gpu', 'counter')),
+     'double-bit), summed over its samples.', ('host', 'run_id', 'component', 'gpu', 'counter')),
     ('xuanwu_gpu_violation_max', 'Highest power (pviol, %) and thermal (tviol) violation value of a GPU.',
-     ('host', 'component', 'gpu', 'counter')),
+     ('host', 'run_id', 'component', 'gpu', 'counter')),
 )
 _LABELS = dict((name, labels) for name, _help, labels in METRICS)
+# the host series (a host's result in one run) and the run's series: render_exports gives each one export
+HOST_METRICS = frozenset(name for name, _help, labels in METRICS if 'host' in labels)
+RUN_METRICS = frozenset(name for name, _help, labels in METRICS if 'host' not in labels)
 # result fields of torch workloads -> (metric, divisor)
 _RESULT_FIGURES = (
     ('tokens_per_s', 'xuanwu_workload_tokens_per_second', 1),
@@ -181,11 +196,11 @@ def _run(metrics, report):
         metrics.add('xuanwu_run_hosts', {'run_id': run_id, 'status': name}, status.get(name, 0))
 
 
-def _workloads(metrics, host, runs):
+def _workloads(metrics, host, run_id, runs):
     for run in runs if isinstance(runs, list) else []:
         if not isinstance(run, dict):
             continue
-        labels = {'host': host, 'kind': run.get('kind'), 'component': run.get('component')}
+        labels = {'host': host, 'run_id': run_id, 'kind': run.get('kind'), 'component': run.get('component')}
         metrics.add('xuanwu_workload_seconds', labels, run.get('seconds'))
         metrics.add('xuanwu_workload_exit_code', labels, run.get('exit_code'))
         metrics.add('xuanwu_workload_timed_out', labels, run.get('timed_out'))
@@ -194,7 +209,7 @@ def _workloads(metrics, host, runs):
         for field, metric, divisor in _RESULT_FIGURES:
             value = _number(result.get(field))
             metrics.add(metric, labels, round(value / divisor, 9) if value is not None and divisor != 1 else value)
-        collective = {'host': host, 'collective': run.get('component')}
+        collective = {'host': host, 'run_id': run_id, 'collective': run.get('component')}
         metrics.add('xuanwu_collective_avg_busbw_gbytes', collective, run.get('avg_busbw_gbps'))
         busbw = run.get('busbw_gbps') if isinstance(run.get('busbw_gbps'), dict) else {}
         for size, value in busbw.items():
@@ -202,7 +217,7 @@ def _workloads(metrics, host, runs):
             metrics.add('xuanwu_collective_busbw_floor_gbytes', dict(collective, size_bytes=size),
                         floor_at(run.get('curve'), size))
         if isinstance(run.get('dmon'), dict):
-            _dmon(metrics, host, run['dmon'], run.get('component'))
+            _dmon(metrics, dict(labels, component=run.get('component')), run['dmon'])
 
 
 def floor_at(curve, size):
@@ -222,22 +237,26 @@ def floor_at(curve, size):
     return floor
 
 
-def _host(metrics, host, entry, run_id):
-    metrics.add('xuanwu_host_status', {'host': host, 'run_id': run_id},
-                STATUS_CODES.get(entry.get('status'), STATUS_CODES['error']))
+def _host(metrics, host, entry, run_id, finished):
+    """The host series of ``host`` (its report ``entry``) in the run ``run_id`` that finished at ``finished``."""
+    status = STATUS_CODES.get(entry.get('status'), STATUS_CODES['error'])
+    metrics.add('xuanwu_host_status', {'host': host, 'run_id': run_id}, status)
+    if status != STATUS_CODES['error'] and not entry.get('error'):
+        # validated: probed and judged (a host that could not be probed keeps the age of its last validation)
+        metrics.add('xuanwu_host_last_validated_timestamp_seconds', {'host': host, 'run_id': run_id}, finished)
     findings = [f for f in entry.get('findings') or [] if isinstance(f, dict)]
     for severity in sorted(SEVERITY_CODES):
-        metrics.add('xuanwu_host_findings', {'host': host, 'severity': severity},
+        metrics.add('xuanwu_host_findings', {'host': host, 'run_id': run_id, 'severity': severity},
                     sum(1 for f in findings if f.get('severity') == severity))
     for finding in findings:
         if finding.get('severity') in SEVERITY_CODES:
-            metrics.add('xuanwu_check_outcome', {'host': host, 'check': finding.get('check'),
+            metrics.add('xuanwu_check_outcome', {'host': host, 'run_id': run_id, 'check': finding.get('check'),
                                                  'component': finding.get('component')},
                         SEVERITY_CODES[finding['severity']], keep='max')
     not_judged = entry.get('not_judged') if isinstance(entry.get('not_judged'), dict) else {}
     for component in not_judged:
-        metrics.add('xuanwu_host_not_judged', {'host': host, 'component': component}, 1)
-    _workloads(metrics, host, entry.get('workloads'))
+        metrics.add('xuanwu_host_not_judged', {'host': host, 'run_id': run_id, 'component': component}, 1)
+    _workloads(metrics, host, run_id, entry.get('workloads'))
 
 
 # dmon summary column -> (metric, extra labels)
@@ -253,12 +272,13 @@ _DMON_SERIES = (
 )
 
 
-def _dmon(metrics, host, summary, component):
+def _dmon(metrics, workload, summary):
+    """The GPU series of a workload's dmon ``summary``; ``workload``: its labels (host, run_id, component)."""
     gpus = summary.get('gpus') if isinstance(summary, dict) and isinstance(summary.get('gpus'), dict) else {}
     for gpu, entry in gpus.items():
         if not isinstance(entry, dict):
             continue
-        labels = {'host': host, 'component': component, 'gpu': gpu}
+        labels = {'host': workload['host'], 'run_id': workload['run_id'], 'component': workload['component'], 'gpu': gpu}
         metrics.add('xuanwu_gpu_dmon_samples', labels, entry.get('samples'))
         series = entry.get('series') if isinstance(entry.get('series'), dict) else {}
         for column, metric, extra in _DMON_SERIES:
@@ -276,38 +296,62 @@ def _dmon(metrics, host, summary, component):
         load = entry.get('load') if isinstance(entry.get('load'), dict) else {}
         metrics.add('xuanwu_gpu_dmon_load_samples', labels, load.get('samples'))
         metrics.add('xuanwu_gpu_sm_clock_under_load_min_mhz', labels, load.get('pclk_min'))
+        growth = load.get('fb_growth') if isinstance(load.get('fb_growth'), dict) else {}
+        start, end = _number(growth.get('from')), _number(growth.get('to'))
+        if start is not None and end is not None:
+            metrics.add('xuanwu_gpu_framebuffer_growth_under_load_mebibytes', labels, end - start)
 
 
-def render(report, hosts=None):
-    """The text exposition of ``report`` (a report.json dict, with the GPU figures dmon sampled during each workload);
-    ``hosts``: only these hosts' metrics (the run's metrics always). Raises ValueError when ``report`` is not a report."""
+def _check(report):
     if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
         raise ValueError('not a run report (a mapping with hosts): %s' % type(report).__name__)
+
+
+def _collect(report, hosts):
+    """The run's series and the host series of ``hosts`` (None: every host of the report), in one _Metrics."""
     metrics = _Metrics()
     _run(metrics, report)
+    finished = _epoch(report.get('finished_at'))
+    hosts = None if hosts is None else set(hosts)
     for host in sorted(report['hosts']):
         entry = report['hosts'][host]
         if isinstance(entry, dict) and (hosts is None or host in hosts):
-            _host(metrics, host, entry, report.get('run_id'))
-    return metrics.text()
+            _host(metrics, host, entry, report.get('run_id'), finished)
+    return metrics
 
 
-def render_hosts(report, hosts):
-    """``{host: text}`` for each of ``hosts``: the run's metrics and that host's own (one file per node), in one pass
-    over the report (cost linear in the hosts, whatever their number)."""
-    if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
-        raise ValueError('not a run report (a mapping with hosts): %s' % type(report).__name__)
-    run = _Metrics()
-    _run(run, report)
-    common = run.text()
-    out = {}
-    for host in hosts:
-        entry = report['hosts'].get(host)
+def render(report, hosts=None):
+    """The text exposition of ``report`` (a report.json dict, with the GPU figures dmon sampled during each workload):
+    the run's series and every host's (the report folder's ``xuanwu.prom``); ``hosts``: only these hosts' series (the
+    run's always). Raises ValueError when ``report`` is not a report."""
+    _check(report)
+    return _collect(report, hosts).text()
+
+
+def render_exports(report, node_hosts=(), controller=False):
+    """What each textfile export of a run holds, so that every series is in exactly one of them (docs/metrics.md,
+    "Which export carries what"): ``{'nodes': {host: text}, 'controller': text or None}``.
+
+    ``node_hosts``: the hosts that get their own node export. Each node's text holds its host series; the run's series
+    too where there is no ``controller`` export (then every node of the run carries the same run series). The
+    controller's text (``controller`` true) holds the run's series and the host series of every host of the report
+    that gets no node export (not probed, or no textfile folder), never a host series that a node export carries.
+    One pass over the report, whatever the number of hosts."""
+    _check(report)
+    run_id, finished = report.get('run_id'), _epoch(report.get('finished_at'))
+    exported = set(h for h in node_hosts if isinstance(report['hosts'].get(h), dict))
+    run = ''
+    if not controller:
         metrics = _Metrics()
-        if isinstance(entry, dict):
-            _host(metrics, host, entry, report.get('run_id'))
-        out[host] = common + metrics.text()
-    return out
+        _run(metrics, report)
+        run = metrics.text()
+    nodes = {}
+    for host in sorted(exported):
+        metrics = _Metrics()
+        _host(metrics, host, report['hosts'][host], run_id, finished)
+        nodes[host] = run + metrics.text()
+    rest = set(report['hosts']) - exported
+    return {'nodes': nodes, 'controller': _collect(report, rest).text() if controller else None}
 
 
 def write_atomic(path, text, mode=0o644):

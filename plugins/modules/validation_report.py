@@ -63,17 +63,24 @@ options:
     type: str
   controller_textfile_dir:
     description:
-      - Also write the run's metrics (the run's folder always has them as C(xuanwu.prom), C(docs/metrics.md)) as
-        C(xuanwu.prom) in this folder, for a node_exporter textfile collector on the controller, atomically (a temporary
-        file in the folder, renamed over the old one) and mode 0644. An empty string writes none.
+      - Also write the run's metrics as C(xuanwu.prom) in this folder, for a node_exporter textfile collector on the
+        controller, atomically (a temporary file in the folder, renamed over the old one) and mode 0644. An empty string
+        writes none.
+      - This export holds the run's series (C(xuanwu_run_*)) and the host series of the hosts that get no node export
+        (O(export_hosts)): never a series that a node's file holds, so that no query counts a host twice with both
+        exports scraped (C(docs/metrics.md), "Which export carries what"). The run's folder always has the whole run
+        as C(xuanwu.prom).
       - A folder that cannot be written fails the task, after the report is written.
     type: str
     default: ''
   export_hosts:
     description:
-      - Write each probed host's metrics (the run's and its own) to O(report_dir)/O(run_id)/C(metrics/<host>.prom) and
-        return those hosts as RV(export_hosts), for a play that copies them to the nodes' textfile collectors.
-      - Hosts that could not be probed get no file (they may be unreachable); their status is in C(xuanwu.prom).
+      - Write the metrics of each probed host whose C(xuanwu_prometheus_textfile_dir) is set (not an empty string) to
+        O(report_dir)/O(run_id)/C(metrics/<host>.prom) and return those hosts as RV(export_hosts), for a play that
+        copies them to the nodes' textfile collectors, replacing the file of the last run.
+      - A host's file holds its own series, with the run's series only where O(controller_textfile_dir) is empty.
+      - Hosts that could not be probed get no file (they may be unreachable); their status is in C(xuanwu.prom) and in
+        the controller's export.
     type: bool
     default: false
 '''

@@ -1,5 +1,6 @@
 """Integration: nvidia-smi dmon sampled during the collectives (validate.yml, ansible-playbook), judged, kept in
-report.json and exported as Prometheus textfile metrics on the controller and on each node. The GPU tools are test
+report.json and exported as Prometheus textfile metrics on the controller and on each node, each series in one
+export only (docs/metrics.md, "Which export carries what"). The GPU tools are test
 doubles: nccl-tests print a real 4x H200 capture, nvidia-smi dmon prints a 2x H200 capture (real, or a derived
 fault: tests/fixtures/dmon/README.md) and runs until it is stopped; any other nvidia-smi call is 'not found', as
 on the test host."""
@@ -8,6 +9,7 @@ import os
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils._prom import STATUS_CODES
 from test_collectives_workloads import HW, h200_profile, inventory, run_validate, write_test_double
 from test_validate_playbook import playbook
 
@@ -67,6 +69,10 @@ def _metrics(path):
     return out
 
 
+def _series(metrics):
+    return set((name, key) for name, samples in metrics.items() for key in samples)
+
+
 def _one(metrics, name, **labels):
     found = [v for k, v in metrics.get(name, {}).items() if set(labels.items()) <= set(k)]
     assert len(found) == 1, (name, labels, metrics.get(name))
@@ -78,11 +84,14 @@ def test_throttling_during_a_collective_fails_the_host_and_reaches_every_output(
     """gpu1 slows down for a hardware reason (clock event reason 0x8 beside the power cap) while its clock drops: a
     fault by its cause; gpu0 at its power cap alone is how a healthy GPU runs under load and is no finding."""
     bindir = doubles(tmp_path, 'h200x2_dmon_busy-derived-throttle-gpu1.txt', monkeypatch, reasons=(POWER_CAP, HW_SLOWDOWN))
-    textfiles = tmp_path / 'textfile'
+    textfiles, controller = tmp_path / 'textfile', tmp_path / 'controller'
     for host in ('gpu-a', 'gpu-b'):
         (textfiles / host).mkdir(parents=True)
-    inv = _inventory(tmp_path, bindir, {'gpu-a': {}, 'gpu-b': {}},
-                     xuanwu_prometheus_textfile_dir=str(textfiles) + '/{{ inventory_hostname }}')
+    controller.mkdir()
+    # both exports on; gpu-b's own textfile folder is '' (none): its series go to the controller's file
+    inv = _inventory(tmp_path, bindir, {'gpu-a': {}, 'gpu-b': {'xuanwu_prometheus_textfile_dir': ''}},
+                     xuanwu_prometheus_textfile_dir=str(textfiles) + '/{{ inventory_hostname }}',
+                     xuanwu_prometheus_controller_textfile_dir=str(controller))
     rc, out, (folder, report) = run_validate(tmp_path, inv)
     assert rc == 2, out[-3000:]
     calls = (tmp_path / 'dmon-calls.log').read_text().splitlines()
@@ -100,21 +109,27 @@ def test_throttling_during_a_collective_fails_the_host_and_reaches_every_output(
         assert run['curve'][0] == {'min_bytes': 16777216, 'busbw_gbps_min': 222.9}
     junit = open(os.path.join(folder, 'junit.xml')).read()
     assert 'name="dmon.throttle"' in junit and 'name="dmon.temperature"' in junit
-    # the controller's copy of the whole run
+    # the report folder's copy of the whole run
     metrics = _metrics(os.path.join(folder, 'xuanwu.prom'))
     assert _one(metrics, 'xuanwu_gpu_sm_clock_under_load_min_mhz', host='gpu-b', component='all_gather_perf', gpu='gpu1') == 1410
     assert _one(metrics, 'xuanwu_check_outcome', host='gpu-a', check='dmon.throttle', component='gpu1') == 2
     assert _one(metrics, 'xuanwu_collective_busbw_floor_gbytes', host='gpu-a', collective='all_reduce_perf',
                 size_bytes='1073741824') == 318.7
     assert _one(metrics, 'xuanwu_host_status', host='gpu-a', run_id=report['run_id']) == 2
-    # each node's own file: the run's metrics and its own, no other host's
-    for host in ('gpu-a', 'gpu-b'):
-        path = textfiles / host / 'xuanwu.prom'
-        assert oct(path.stat().st_mode & 0o777) == '0o644'
-        mine = _metrics(str(path))
-        assert set(dict(k)['host'] for k in mine['xuanwu_host_status']) == {host}
-        assert _one(mine, 'xuanwu_run_result', run_id=report['run_id']) == 2
-        assert _one(mine, 'xuanwu_collective_busbw_gbytes', collective='all_reduce_perf', size_bytes='8589934592') > 300
+    # gpu-a's own file: its series only (the run's are on the controller); gpu-b, whose folder is '', gets none
+    path = textfiles / 'gpu-a' / 'xuanwu.prom'
+    assert oct(path.stat().st_mode & 0o777) == '0o644' and os.listdir(str(textfiles / 'gpu-b')) == []
+    mine = _metrics(str(path))
+    assert set(dict(k)['host'] for name in mine for k in mine[name]) == {'gpu-a'}
+    assert set(dict(k)['run_id'] for name in mine for k in mine[name]) == {report['run_id']}
+    assert _one(mine, 'xuanwu_collective_busbw_gbytes', collective='all_reduce_perf', size_bytes='8589934592') > 300
+    assert not [name for name in mine if name.startswith('xuanwu_run_')]
+    # the controller's file: the run's series and gpu-b's; with gpu-a's file, the whole run, each series once
+    theirs = _metrics(str(controller / 'xuanwu.prom'))
+    assert oct((controller / 'xuanwu.prom').stat().st_mode & 0o777) == '0o644'
+    assert _one(theirs, 'xuanwu_run_result', run_id=report['run_id']) == 2
+    assert set(dict(k).get('host') for name in theirs for k in theirs[name]) == {None, 'gpu-b'}
+    assert not _series(mine) & _series(theirs) and _series(mine) | _series(theirs) == _series(metrics)
 
 
 def test_a_healthy_run_passes_with_its_samples_and_without_export(tmp_path, monkeypatch):
@@ -139,6 +154,10 @@ def test_a_textfile_folder_that_is_not_there_is_said_and_changes_no_result(tmp_p
     assert 'could not be written to %s/xuanwu.prom on gpu-a' % missing in said and 'does not exist' in said and 'rescued=1' in out
     assert not missing.exists()
     assert os.path.exists(os.path.join(folder, 'metrics', 'gpu-a.prom')) and report['hosts']['gpu-a']['status'] != 'fail'
+    # the nodes' files alone (no controller export): each carries the run's series beside its own
+    mine = _metrics(os.path.join(folder, 'metrics', 'gpu-a.prom'))
+    assert _one(mine, 'xuanwu_run_result', run_id=report['run_id']) == STATUS_CODES[report['summary']['result']]
+    assert _series(mine) == _series(_metrics(os.path.join(folder, 'xuanwu.prom')))
 
 
 def test_a_hot_gpu_breaks_the_profiles_bound(tmp_path, monkeypatch):

@@ -37,6 +37,9 @@ def _samples(text):
 
 
 def _one(samples, name, **labels):
+    """The sample of ``name`` with exactly ``labels``; a host series without ``run_id`` given: the test report's."""
+    if name in _prom.HOST_METRICS:
+        labels.setdefault('run_id', RUN)
     return samples[name][frozenset(labels.items())]
 
 
@@ -53,7 +56,9 @@ def test_real_report_run_and_host():
     assert dict((dict(k)['severity'], v) for k, v in samples['xuanwu_host_findings'].items()) == {
         'fail': 0, 'warn': 1, 'info': 0}
     assert samples['xuanwu_check_outcome'] == {
-        frozenset({'host': 'gpu-host', 'check': 'facts.not_measured', 'component': 'ports'}.items()): 1}
+        frozenset({'host': 'gpu-host', 'run_id': RUN, 'check': 'facts.not_measured', 'component': 'ports'}.items()): 1}
+    # the host's latest validation finished when the run did
+    assert _one(samples, 'xuanwu_host_last_validated_timestamp_seconds', host='gpu-host') == 1796046647
 
 
 def test_real_report_workloads_and_collectives():
@@ -285,3 +290,155 @@ def test_docs_list_every_metric_check_and_bound():
         assert '| `%s` | %s |' % (check, _dmon_checks.CHECKS[check]['default_severity']) in doc, check
     for key in _dmon_checks.DEFAULT_BOUNDS:
         assert '`%s`' % key in doc, key
+
+
+# The names and labels that alert rules and the dashboard are written against: renaming one breaks them.
+CONTRACT = {
+    'xuanwu_host_status': ('host', 'run_id'),
+    'xuanwu_host_last_validated_timestamp_seconds': ('host', 'run_id'),
+    'xuanwu_run_result': ('run_id',),
+    'xuanwu_run_timestamp_seconds': ('run_id',),
+    'xuanwu_check_outcome': ('host', 'run_id', 'check', 'component'),
+    'xuanwu_collective_busbw_gbytes': ('host', 'run_id', 'collective', 'size_bytes'),
+    'xuanwu_collective_busbw_floor_gbytes': ('host', 'run_id', 'collective', 'size_bytes'),
+    'xuanwu_gpu_temperature_celsius': ('host', 'run_id', 'component', 'gpu', 'sensor', 'stat'),
+}
+
+
+def test_the_names_and_labels_rules_are_written_against():
+    labels = dict((name, labels) for name, _help, labels in _prom.METRICS)
+    assert dict((name, labels[name]) for name in CONTRACT) == CONTRACT
+    # every host series names its host and its run first: "this host's latest result" and "the last run" are selectors
+    for name, _help, names in _prom.METRICS:
+        assert names[:2] == ('host', 'run_id') if name in _prom.HOST_METRICS else 'run_id' in names and 'host' not in names, name
+    assert _prom.HOST_METRICS | _prom.RUN_METRICS == set(labels) and not _prom.HOST_METRICS & _prom.RUN_METRICS
+
+
+def test_every_host_series_of_a_run_carries_its_run_id():
+    report = _dmon_report('h200x2_dmon_busy.txt')
+    report['hosts']['gpu-host']['not_judged'] = {'sendrecv_perf': 'no sendrecv curve in profile p'}
+    report['hosts']['gpu-host']['workloads'][0]['curve'] = [{'min_bytes': 8, 'busbw_gbps_min': 1.5}]
+    samples = _samples(_prom.render(report))
+    assert set(samples) == set(name for name, _help, _labels in _prom.METRICS)      # every metric, so every host series
+    for name in _prom.HOST_METRICS:
+        assert set(dict(k)['run_id'] for k in samples[name]) == {RUN}, name
+
+
+@pytest.mark.parametrize('result, code', [('pass', 0), ('warn', 1), ('fail', 2), ('error', 3), ('odd', 2)])
+def test_run_result_codes(result, code):
+    """3: the report says the run itself failed (summary.result error); a result this version does not know is a
+    failure, never a pass."""
+    report = _report()
+    report['summary']['result'] = result
+    assert _one(_samples(_prom.render(report)), 'xuanwu_run_result', run_id=RUN) == code
+
+
+def test_a_host_not_probed_keeps_the_age_of_its_last_validation():
+    report = _report()
+    report['hosts']['gpu-down'] = {'status': 'error', 'findings': [], 'error': 'host was not probed: unreachable'}
+    samples = _samples(_prom.render(report))
+    assert _one(samples, 'xuanwu_host_status', host='gpu-down') == 3
+    assert [dict(k)['host'] for k in samples['xuanwu_host_last_validated_timestamp_seconds']] == ['gpu-host']
+    report['finished_at'] = None
+    assert 'xuanwu_host_last_validated_timestamp_seconds' not in _samples(_prom.render(report))
+
+
+def _fleet():
+    """The test report with four hosts: gpu-host (warn, with workloads and GPU samples), gpu-fail (two failed checks),
+    gpu-down (not probed), gpu-quiet (passes; its textfile folder is '' in the tests below)."""
+    report = _dmon_report('h200x2_dmon_busy.txt')
+    finding = report['hosts']['gpu-host']['findings'][0]
+    report['hosts']['gpu-fail'] = {'status': 'fail', 'findings': [
+        dict(finding, check='gpu.count', component='gpus', severity='fail'),
+        dict(finding, check='nvlink.links_per_pair', component='gpu0-gpu1', severity='fail')]}
+    report['hosts']['gpu-down'] = {'status': 'error', 'findings': [], 'error': 'host was not probed: unreachable'}
+    report['hosts']['gpu-quiet'] = {'status': 'pass', 'findings': []}
+    return report
+
+
+def _series(text):
+    """[(name, labels)] of an exposition, in its order, duplicates kept."""
+    return [(s.name, frozenset(s.labels.items())) for f in text_string_to_metric_families(text) for s in f.samples]
+
+
+@pytest.mark.parametrize('node_hosts', [[], ['gpu-host'], ['gpu-host', 'gpu-fail', 'gpu-quiet'],
+                                        ['gpu-host', 'gpu-fail', 'gpu-quiet', 'gpu-down']])
+def test_the_union_of_both_exports_has_no_series_twice(node_hosts):
+    """Controller and node exports on together: each series of the run is in exactly one export (no query counts a
+    host twice), and together they hold the whole run (the report folder's xuanwu.prom), nothing more."""
+    report = _fleet()
+    exports = _prom.render_exports(report, node_hosts, controller=True)
+    assert sorted(exports['nodes']) == sorted(node_hosts)
+    union = _series(exports['controller'])
+    for host, text in exports['nodes'].items():
+        mine = _series(text)
+        _samples(text)      # a file the collector reads: HELP and TYPE once per metric, no sample twice
+        assert set(dict(labels)['host'] for name, labels in mine) == {host}, host
+        union += mine
+    assert len(union) == len(set(union))
+    assert set(union) == set(_series(_prom.render(report)))
+    controller = _series(exports['controller'])
+    assert set(name for name, _labels in controller) & _prom.RUN_METRICS == set(
+        name for name, _labels in _series(_prom.render(report)) if name in _prom.RUN_METRICS)
+    assert not set(dict(labels).get('host') for _name, labels in controller) & set(node_hosts)
+
+
+def test_nodes_only_each_node_carries_the_run_and_its_own_series():
+    report = _fleet()
+    exports = _prom.render_exports(report, ['gpu-host', 'gpu-fail'])
+    assert exports['controller'] is None
+    run = set(s for s in _series(_prom.render(report, hosts=[])))
+    assert run and all(name in _prom.RUN_METRICS for name, _labels in run)
+    host_series = []
+    for host, text in exports['nodes'].items():
+        mine = _series(text)
+        assert run <= set(mine)
+        host_series += [s for s in mine if s not in run]
+        assert set(dict(labels)['host'] for _name, labels in mine if 'host' in dict(labels)) == {host}
+    assert len(host_series) == len(set(host_series))
+    assert set(host_series) == set(_series(_prom.render(report, hosts=['gpu-host', 'gpu-fail']))) - run
+
+
+def test_controller_only_is_the_whole_run_and_a_node_not_in_the_report_gets_nothing():
+    report = _fleet()
+    assert _prom.render_exports(report, (), controller=True) == {'nodes': {}, 'controller': _prom.render(report)}
+    assert _prom.render_exports(report, ['not-in-the-run'])['nodes'] == {}
+    with pytest.raises(ValueError):
+        _prom.render_exports({'hosts': []}, ['a'])
+
+
+def test_node_export_replaces_the_last_runs_file(tmp_path):
+    """A node's file holds its latest result only: the next run's text is written over it, never appended."""
+    path = str(tmp_path / 'xuanwu.prom')
+    first = _fleet()
+    _prom.write_atomic(path, _prom.render_exports(first, ['gpu-fail'])['nodes']['gpu-fail'])
+    second = copy.deepcopy(first)
+    second['run_id'] = 'second-run'
+    second['hosts']['gpu-fail'] = {'status': 'pass', 'findings': []}
+    text = _prom.render_exports(second, ['gpu-fail'], controller=True)['nodes']['gpu-fail']
+    _prom.write_atomic(path, text)
+    with open(path) as handle:
+        samples = _samples(handle.read())
+    assert set(dict(k)['run_id'] for name in samples for k in samples[name]) == {'second-run'}
+    assert 'xuanwu_check_outcome' not in samples and _one(samples, 'xuanwu_host_status', host='gpu-fail', run_id='second-run') == 0
+
+
+@pytest.mark.parametrize('fixture, gpu, all_samples, under_load', [
+    # a healthy run: the framework allocates while the GPUs are still idle (+840 MiB over all samples), then holds
+    ('h200x2_dmon_busy.txt', 'gpu1', 840, 0),
+    # a leak under load (derived): growth after the warm-up, the samples under load only
+    ('h200x2_dmon_busy-derived-memgrow-gpu0.txt', 'gpu0', 7496, 5120),
+    # a real 1x H200 run during validate.yml: idle samples at 0 MiB before and after, +248 MiB under load
+    ('h200x1_dmon_-s_pucvmet_-d_1_-o_T_during-validate.txt', 'gpu0', 0, 248),
+])
+def test_gpu_memory_growth_is_read_from_the_samples_under_load(fixture, gpu, all_samples, under_load):
+    samples = _samples(_prom.render(_dmon_report(fixture)))
+    labels = {'host': 'gpu-host', 'component': 'all_reduce_perf', 'gpu': gpu}
+    assert (_one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='last', **labels)
+            - _one(samples, 'xuanwu_gpu_framebuffer_used_mebibytes', stat='first', **labels)) == all_samples
+    assert _one(samples, 'xuanwu_gpu_framebuffer_growth_under_load_mebibytes', **labels) == under_load
+
+
+def test_no_memory_growth_without_samples_under_load():
+    samples = _samples(_prom.render(_dmon_report('h200x2_dmon_idle.txt')))
+    assert 'xuanwu_gpu_dmon_samples' in samples and 'xuanwu_gpu_framebuffer_growth_under_load_mebibytes' not in samples
