@@ -295,25 +295,31 @@ def remaining(state, hosts, redo=False):
 
 
 def finish(state, finished, stopped_at_batch=None):
-    """A copy of ``state`` with the run's end.
+    """A copy of ``state`` brought up to date; the rollout calls it after every batch, so that a run killed at any
+    point leaves a record that says so.
 
-    ``not_run_hosts``: the hosts of the run that no batch reached. Without ``stopped_at_batch``, a run that ends
-    with such hosts after at least one batch stopped at its last batch (the later batches were left untouched).
-    ``outcome``: ``stopped``; else ``failed`` when a host's latest outcome is not passed or a host never got one
-    (not measured is never a pass); else ``passed``.
+    ``not_run_hosts``: the hosts of the run that no batch reached. ``held_drained``: the hosts this run leaves drained
+    (latest outcome ``failed`` or ``reboot_required``). ``outcome``: ``stopped`` when ``stopped_at_batch`` says a
+    batch's failures stopped the rollout; ``interrupted`` while hosts remain that no batch reached (the run has not
+    ended: after a batch, and still so if the run is killed before the next one; a resume that reaches every host
+    replaces it); else ``failed`` when a host's latest outcome is neither ``passed`` nor ``not_ours`` (someone else's
+    drain, left as it was: no failure) or no batch ran (not measured is never a pass); else ``passed``.
     """
     latest = latest_outcomes(state)
     batches = state.get('batches') or []
     not_run = [h for h in state.get('hosts') or () if h not in latest]
-    if stopped_at_batch is None and not_run and batches:
-        stopped_at_batch = batches[-1].get('index')
     if stopped_at_batch is not None:
         outcome = 'stopped'
-    elif not_run or any(e.get('outcome') != 'passed' for e in latest.values()):
+    elif not_run and batches:
+        outcome = 'interrupted'
+    elif not_run or any(e.get('outcome') not in ('passed', 'not_ours') for e in latest.values()):
         outcome = 'failed'
     else:
         outcome = 'passed'
-    return dict(state, finished=finished, stopped_at_batch=stopped_at_batch, outcome=outcome, not_run_hosts=not_run)
+    held = sorted(h for h, e in latest.items() if e.get('outcome') in ('failed', 'reboot_required'))
+    not_ours = sorted(h for h, e in latest.items() if e.get('outcome') == 'not_ours')
+    return dict(state, finished=finished, stopped_at_batch=stopped_at_batch, outcome=outcome, not_run_hosts=not_run,
+                held_drained=held, not_ours_hosts=not_ours)
 
 
 # ---- versions.json ----

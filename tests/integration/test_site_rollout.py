@@ -89,6 +89,7 @@ def test_a_faulty_node_stays_drained_the_rollout_stops_and_a_rerun_resumes(tmp_p
     assert 'node4' not in cluster.touched(cluster.calls()), 'a host of a later batch was touched after the stop'
     state = cluster.state()
     assert state['stopped_at_batch'] == 3 and [b['hosts'] for b in state['batches']] == [['node1'], ['node2'], ['node3']]
+    assert state['outcome'] == 'stopped' and state['held_drained'] == ['node3'] and state['not_run_hosts'] == ['node4']
     outcomes = latest(state)
     assert [outcomes[h]['outcome'] for h in ('node1', 'node2', 'node3')] == ['passed', 'not_ours', 'failed']
     assert 'node4' not in outcomes
@@ -107,9 +108,12 @@ def test_a_faulty_node_stays_drained_the_rollout_stops_and_a_rerun_resumes(tmp_p
     assert nodes['node3'] == {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
     assert nodes['node4'] == {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
     assert nodes['node2']['reason'] == 'maintenance by dcops' and 'DRAIN' in nodes['node2']['state']
-    outcomes = latest(cluster.state())
+    state = cluster.state()
+    outcomes = latest(state)
     assert outcomes['node3']['outcome'] == 'passed' and outcomes['node4']['outcome'] == 'passed'
     assert 'resumed after 3 batch(es): 1 host(s) passed before' in out
+    # exit 0 and the record agrees: someone else's drain (node2), left as it was, is no failure of the run
+    assert (state['outcome'], state['held_drained'], state['not_ours_hosts']) == ('passed', [], ['node2']), state
 
 
 # A limit of 0 (the default) stopping the rollout at the first failed batch: test_a_faulty_node_stays_drained_...; the

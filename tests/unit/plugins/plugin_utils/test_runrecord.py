@@ -147,14 +147,25 @@ def test_bad_outcomes_are_named(hosts, outcomes, message):
 @pytest.mark.parametrize('batches, stopped, outcome, at, not_run', [
     ([{'a': 'passed', 'b': 'passed', 'c': 'passed', 'd': 'passed'}], None, 'passed', None, []),
     ([{'a': 'passed', 'b': 'passed', 'c': 'passed', 'd': 'failed'}], None, 'failed', None, []),
-    # hosts no batch reached: the rollout stopped at the last batch recorded (never a pass)
-    ([{'a': 'passed'}, {'b': 'failed', 'c': 'failed'}], None, 'stopped', 1, ['d']),
+    # hosts no batch reached and no stop: the run has not ended (after a batch, or killed before the next one)
+    ([{'a': 'passed'}, {'b': 'failed', 'c': 'failed'}], None, 'interrupted', None, ['d']),
     ([{'a': 'failed'}], 0, 'stopped', 0, ['b', 'c', 'd']),
     ([], None, 'failed', None, ['a', 'b', 'c', 'd']),
+    # someone else's drain, left as it was, is no failure of the run
+    ([{'a': 'passed', 'b': 'not_ours'}, {'c': 'passed', 'd': 'passed'}], None, 'passed', None, []),
+    ([{'a': 'passed', 'b': 'not_ours'}, {'c': 'reboot_required', 'd': 'passed'}], None, 'failed', None, []),
 ])
 def test_the_outcome_of_the_run(batches, stopped, outcome, at, not_run):
     done = rr.finish(state_with(*batches), 'tz', stopped)
     assert (done['outcome'], done['stopped_at_batch'], done['not_run_hosts'], done['finished']) == (outcome, at, not_run, 'tz')
+
+
+def test_an_interrupted_run_names_the_nodes_it_holds_drained_until_a_resume_finishes():
+    interrupted = rr.finish(state_with({'a': 'passed', 'b': 'failed'}, {'c': 'reboot_required'}), 't1')
+    assert interrupted['outcome'] == 'interrupted' and interrupted['held_drained'] == ['b', 'c'] and interrupted['not_run_hosts'] == ['d']
+    # the resume redoes b and c, reaches d: the run has ended, passed, holding nothing
+    resumed = rr.finish(state_with({'a': 'passed', 'b': 'failed'}, {'c': 'reboot_required'}, {'b': 'passed', 'c': 'passed', 'd': 'not_ours'}), 't2')
+    assert (resumed['outcome'], resumed['held_drained'], resumed['not_ours_hosts']) == ('passed', [], ['d'])
 
 
 @pytest.mark.parametrize('state, message', [
