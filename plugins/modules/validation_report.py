@@ -67,8 +67,8 @@ options:
         controller, atomically (a temporary file in the folder, renamed over the old one) and mode 0644. An empty string
         writes none.
       - This export holds the run's series (C(xuanwu_run_*)) and the host series of the hosts that get no node export
-        (O(export_hosts)): never a series that a node's file holds, so that no query counts a host twice with both
-        exports scraped (C(docs/metrics.md), "Which export carries what"). The run's folder always has the whole run
+        (O(export_hosts)), never a series that a node's file holds, so that no query counts a host twice with both
+        exports scraped (C(docs/metrics.md), section Which export carries what). The run's folder always has the whole run
         as C(xuanwu.prom).
       - A folder that cannot be written fails the task, after the report is written.
     type: str
