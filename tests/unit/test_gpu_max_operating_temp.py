@@ -49,8 +49,8 @@ def test_every_real_h200_reports_87_c_through_its_t_limit(capture, gpus):
     ('', None),
 ])
 def test_the_maximum_operating_temperature_in_either_form(block, expected):
-    (gpu,) = _parse_nvidia.parse_smi_xml(_xml(block))['gpus'].values()
-    assert gpu['max_operating_temp_c'] == expected
+    gpus = list(_parse_nvidia.parse_smi_xml(_xml(block))['gpus'].values())
+    assert len(gpus) == 1 and gpus[0]['max_operating_temp_c'] == expected
 
 
 def test_the_probe_facts_carry_it_and_the_host_bound_is_the_highest_its_gpus_report():
@@ -66,10 +66,13 @@ def test_the_probe_facts_carry_it_and_the_host_bound_is_the_highest_its_gpus_rep
 
 def _dmon(max_gtemp):
     """Three loaded samples of gpu0 (dmon -s pucvmet), the last at this temperature."""
-    head = ('# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   pclk  pviol  tviol     fb   bar1   ccpm  sbecc  dbecc    pci  rxpci  txpci\n'
-            '# Idx      W      C      C      %      %      %      %      %      %    MHz    MHz      %   bool     MB     MB     MB   errs   errs   errs   MB/s   MB/s\n')
-    rows = ''.join('    0    690     %d     60    100     60      0      0      0      0   3201   1545    100      0  20000      4      0      0      0      0      0      0\n'
-                   % t for t in (60, 70, max_gtemp))
+    head = ('# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   pclk  pviol  tviol     fb   bar1'
+            '   ccpm  sbecc  dbecc    pci  rxpci  txpci\n'
+            '# Idx      W      C      C      %      %      %      %      %      %    MHz    MHz      %   bool     MB     MB'
+            '     MB   errs   errs   errs   MB/s   MB/s\n')
+    row = ('    0    690     %d     60    100     60      0      0      0      0   3201   1545    100      0  20000      4'
+           '      0      0      0      0      0      0\n')
+    rows = ''.join(row % t for t in (60, 70, max_gtemp))
     return {'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': head + rows}
 
 
