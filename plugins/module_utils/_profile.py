@@ -474,8 +474,9 @@ SCHEMA = {
                                       'description': 'Opt-in: fail above this power (pviol) or thermal (tviol) violation '
                                                      'value. Absent: not judged (pviol is 100 on a healthy GPU at its power '
                                                      'limit; the clock event reasons say why clocks are held down).'},
-                'gtemp_max_c': {'type': 'float', 'min': 0, 'description': 'GPU temperature bound, C. Absent: the maximum operating temperature the GPUs report of themselves '
-                                                 '(nvidia-smi -q -x), where they report one.'},
+                'gtemp_max_c': {'type': 'float', 'min': 0,
+                                'description': 'GPU temperature bound, C. Absent: the maximum operating temperature the GPUs '
+                                               'report of themselves (nvidia-smi -q -x), where they report one.'},
                 'mtemp_max_c': {'type': 'float', 'min': 0,
                                 'description': 'GPU memory (HBM) temperature bound, C. Absent: not checked.'},
                 'fb_growth_max_mb': {'type': 'float', 'default': 1024, 'min': 0,
