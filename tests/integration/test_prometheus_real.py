@@ -9,6 +9,7 @@ hosts; the second passes on two of them, and the third node keeps the file of th
 every second; the test waits by polling its HTTP API, never by a fixed sleep."""
 import json
 import os
+import socket
 import subprocess
 import time
 import urllib.parse
@@ -18,7 +19,15 @@ import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _prom
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
-from service_process import free_port
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (the standard library only: this module is collected by
+    every controller venv, some without requests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
 
 PROMETHEUS = '/usr/bin/prometheus'
 NODE_EXPORTER = '/usr/bin/prometheus-node-exporter'
