@@ -339,7 +339,7 @@ def _clock_events(out, parsed, bounds, classes):
     return gpus
 
 
-def _temperature(out, component, gpu, bounds):
+def _temperature(out, component, gpu, bounds, notes=None):
     series = gpu.get('series') or {}
     for name, key, what in (('gtemp', 'gtemp_max_c', 'GPU temperature'), ('mtemp', 'mtemp_max_c', 'memory temperature')):
         if bounds[key] is None:
@@ -349,7 +349,7 @@ def _temperature(out, component, gpu, bounds):
                              'without the sensor)' % what)
         elif series[name]['max'] > bounds[key]:
             out.add('dmon.temperature', component, '%s max %s C' % (name, _g(series[name]['max'])),
-                    '%s <= %s C' % (name, _g(bounds[key])),
+                    '%s <= %s C%s' % (name, _g(bounds[key]), ' (%s)' % notes[key] if key in (notes or {}) else ''),
                     '%s: %s reached %s C (bound %s C)' % (component, what, _g(series[name]['max']), _g(bounds[key])))
 
 
@@ -411,7 +411,7 @@ def findings(summary, bounds=None, host=None, events=None, classes=None):
     return _judge(summary, bounds, host, events, classes)[0]
 
 
-def _judge(summary, bounds, host, events=None, classes=None):
+def _judge(summary, bounds, host, events=None, classes=None, notes=None):
     bounds = merged_bounds(bounds)
     classes = _classes(classes)
     out = _Out(host)
@@ -441,7 +441,7 @@ def _judge(summary, bounds, host, events=None, classes=None):
             _sustained_clock(out, component, load, bounds, reference)
             _memory_growth(out, component, load, bounds)
         _violations(out, component, gpu, bounds)
-        _temperature(out, component, gpu, bounds)
+        _temperature(out, component, gpu, bounds, notes)
         _ecc(out, component, gpu, bounds)
     reasons = None
     if events is not None:
@@ -563,11 +563,8 @@ def judge_run(dmon, bounds=None, host=None, workload=None, required=False, class
     events, events_missing = _events_of(dmon.get('clock_events'), out)
     if events_missing is not None:
         out.not_measured('dmon', 'dmon.throttle, dmon.throttle_warn', 'clock event reasons', events_missing)
-    found, reasons = _judge(summary, bounds, host, events, classes)
-    if 'gtemp_max_c' in from_device:
-        for finding in found:
-            if finding['check'] == 'dmon.temperature' and str(finding.get('measured', '')).startswith('gtemp '):
-                finding['expected'] = '%s (%s)' % (finding['expected'], DEVICE_BOUND_NOTE['gtemp_max_c'])
+    # a bound the GPUs gave says so in the finding's expected value
+    found, reasons = _judge(summary, bounds, host, events, classes, dict((k, DEVICE_BOUND_NOTE[k]) for k in from_device))
     found = sorted(out.found + found, key=_findings.sort_key)
     kept = [f for f in found if required or f['check'] != 'dmon.not_measured']
     not_judged = [f['message'] for f in found if f not in kept]
