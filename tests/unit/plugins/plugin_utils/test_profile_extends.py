@@ -14,8 +14,8 @@ SHIPPED = _collection.available_profiles()
 
 
 def _canonical(profile):
-    """A resolved profile as text: the comparison sees every key, every value and its type (1 is not 1.0)."""
-    return json.dumps(profile, indent=1, sort_keys=True)
+    """A resolved profile as text: the comparison sees every key in its order, every value and its type (1 is not 1.0)."""
+    return json.dumps(profile, indent=1)
 
 
 def resolved_snapshot():
