@@ -11,19 +11,45 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
+import pkgutil
+
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host, _parse_ib, _parse_nccl, _parse_net, _parse_nvidia
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
 
+# The parsers live in the modules ``_parse_<area>`` of this package, each function ``parse_<name>``.
+PACKAGE = 'ansible_collections.xuanwu.cluster.plugins.module_utils'
+MODULE_PREFIX = '_parse_'
+FUNCTION_PREFIX = 'parse_'
 
-def parsers():
-    """{name: parser}: every ``parse_<name>`` function of the parser modules."""
+
+def parser_modules(package=PACKAGE):
+    """Every ``_parse_*`` module of ``package``, imported, in name order (pkgutil lists the package's folders, in a
+    checkout and in an installed collection alike)."""
+    path = importlib.import_module(package).__path__
+    names = sorted(name for _finder, name, is_package in pkgutil.iter_modules(path)
+                   if name.startswith(MODULE_PREFIX) and not is_package)
+    return [importlib.import_module('%s.%s' % (package, name)) for name in names]
+
+
+def parsers(modules=None):
+    """{name: parser}: every ``parse_<name>`` function defined in the parser modules (``parser_modules()``); one
+    imported from another module is that module's. Two modules defining the same ``parse_<name>`` is an error: the
+    filter could not say which one a role means."""
     table = {}
-    for module in (_parse_host, _parse_ib, _parse_nccl, _parse_net, _parse_nvidia):
-        for attr in dir(module):
-            if attr.startswith('parse_') and callable(getattr(module, attr)):
-                table[attr[len('parse_'):]] = getattr(module, attr)
+    owners = {}
+    for module in parser_modules() if modules is None else modules:
+        for attr in sorted(vars(module)):
+            func = getattr(module, attr)
+            if not attr.startswith(FUNCTION_PREFIX) or not callable(func) or getattr(func, '__module__', None) != module.__name__:
+                continue
+            name = attr[len(FUNCTION_PREFIX):]
+            if name in table:
+                raise AnsibleFilterError('xuanwu.cluster.parse: parser %r is defined twice, in %s and %s; rename one'
+                                         % (name, owners[name], module.__name__))
+            table[name] = func
+            owners[name] = module.__name__
     return table
 
 
