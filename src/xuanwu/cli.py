@@ -20,19 +20,14 @@ import yaml
 from . import FINAL_STATES, STATES, __version__
 from .config import Config, ConfigError
 from .spec import SpecError, parse_batch, parse_job
-from .store import Store, StoreError
+from .store import Store, StoreError, open_store
 
 EXIT = {'succeeded': 0, 'failed': 2, 'cancelled': 3}
 EXIT_BAD_INPUT = 4
-STORE_FILE = 'jobs.db'
 
 
 class BadInput(Exception):
     """Input that cannot be used (exit 4); the message is one line."""
-
-
-def open_store(config: Config) -> Store:
-    return Store(Path(config.data_dir) / STORE_FILE)
 
 
 def _load_file(path: str):

@@ -554,8 +554,8 @@ def serve(args, config) -> int:
     of the service, and the next start re-attaches them (Executor.recover)."""
     import uvicorn
 
-    from .cli import open_store
     from .runner import Executor
+    from .store import open_store
     from .webhooks import Notifier
 
     from .httpguard import connection_cap, guarded_protocol

@@ -44,6 +44,7 @@ JOB_COLUMNS = ('kind', 'name', 'spec', 'status', 'reason', 'error_class', 'error
                'finished', 'attempts', 'pid', 'pgid', 'pid_start', 'artifact_dir', 'rc', 'batch_id', 'task_id',
                'max_attempts', 'info', 'owner', 'not_before', 'mark', 'cgroup')
 JSON_COLUMNS = ('spec', 'info', 'summary')
+STORE_FILE = 'jobs.db'
 
 
 class StoreError(RuntimeError):
@@ -372,3 +373,9 @@ class Store:
             batch['jobs'] = [{'id': j['id'], 'task_id': j['task_id'], 'status': j['status'], 'attempts': j['attempts']}
                              for j in self.list_jobs(batch_id=batch_id, limit=1000000)]
         return batch
+
+
+def open_store(config) -> Store:
+    """The store of a configuration (``xuanwu.config.Config``): ``<data_dir>/jobs.db``. The command and the
+    service open it alike."""
+    return Store(Path(config.data_dir) / STORE_FILE)

@@ -60,8 +60,8 @@ def xuanwu(config, *args, path_prefix=None, timeout=120):
 
 def load(config):
     """Config, Store of ``config`` (a path)."""
-    from xuanwu.cli import open_store
     from xuanwu.config import Config
+    from xuanwu.store import open_store
     cfg = Config.load(config)
     return cfg, open_store(cfg)
 
