@@ -102,10 +102,9 @@ class ActionModule(ActionBase):
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
-                compared = [f for f in group_findings.get(host) or [] if f not in findings]
-                if compared:
-                    findings.extend(compared)
-                    status = _findings.summarise(findings)['status']
+                if group_findings.get(host):
+                    findings, summary = _findings.merged(findings, group_findings[host])
+                    status = summary['status']
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
         # fleet thresholds and regressions, once per run (docs/fleet-history.md); '' switches the history off
         history_db = os.path.join(args['report_dir'], 'history.sqlite') if args['history_db'] is None else (args['history_db'] or None)

@@ -86,8 +86,7 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=str(err))
                 return result
             findings = sorted(findings + sampled, key=_findings.sort_key)
-        previous = self._templar.template(task_vars.get('xuanwu_findings')) or []
-        merged = list(previous) + findings
+        merged, merged_summary = _findings.merged(self._templar.template(task_vars.get('xuanwu_findings')), findings)
         if kind == 'not_measured':
             summary['not_measured'] = run['reason']
         elif _workloads.not_applicable(kind, run):
@@ -112,7 +111,7 @@ class ActionModule(ActionBase):
             summary['debug_command'] = debug.get('command')
             summary['debug_log_tail'] = debug.get('output_tail')
         workloads = list(self._templar.template(task_vars.get('xuanwu_workloads')) or []) + [summary]
-        status = _findings.status_of(merged)
+        status = merged_summary['status']
         result.update(changed=False, findings=findings, status=status, summary=summary,
                       ansible_facts={'xuanwu_findings': merged, 'xuanwu_status': status, 'xuanwu_workloads': workloads})
         return result

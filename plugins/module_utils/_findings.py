@@ -171,6 +171,17 @@ def summarise(findings):
             'hosts': dict((host, status_of(found)) for host, found in by_host.items())}
 
 
+def merged(findings, added):
+    """``(findings, summary)``: a host's findings with ``added`` appended (one already there is not added twice) and
+    their ``summarise`` (status, counts), computed once over all of them. The one way a step adds findings to those a
+    host has (the workload checks, the comparison between hosts, the fleet step)."""
+    out = list(findings or [])
+    for finding in added or []:
+        if finding not in out:
+            out.append(finding)
+    return out, summarise(out)
+
+
 def _override_for(check, table):
     if check in table:
         return table[check]

@@ -4,9 +4,11 @@
 """The judge: a profile, validated once, and every way of turning measurements into findings.
 
 ``Judge(profile)`` validates the profile (``_profile.validate_profile``; check ids against the catalogue)
-and then judges node facts (``node``), hosts against each other (``group``) and workload runs
-(``workload``) and the GPU samples taken during them (``dmon``), applying the profile's site overrides (``checks.disable``, ``checks.severity``) to every
-finding in one place. Pure: no I/O. Raises ``ProfileError`` for a bad profile.
+and then judges node facts (``node``), hosts against each other (``group``), workload runs (``workload``), the GPU
+samples taken during them (``dmon``) and the fleet and regression findings of a run (``fleet``); ``compare_hosts``
+judges the hosts of one profile against each other where each host has its own site overrides. The profile's site
+overrides (``checks.disable``, ``checks.severity``) are applied to every finding here and nowhere else (a unit test
+fails if another module applies them). Pure: no I/O. Raises ``ProfileError`` for a bad profile.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -53,6 +55,22 @@ class Judge(object):
         classes = (self.profile.get('gpu') or {}).get('clock_event_reasons')
         found, entry = _dmon_checks.judge_run(dmon, bounds, host, workload, required, classes, device)
         return self._judged(found), entry
+
+    def fleet(self, findings):
+        """The fleet and regression findings the run's fleet step made of this profile's hosts (their figures against
+        the fleet's median and the history database: plugin_utils/_fleet_step), under the site overrides."""
+        return self._judged(findings)
+
+
+def compare_hosts(values_by_host, checks_by_host, keys=_checks.DEFAULT_GROUP_KEYS):
+    """``{host: [finding, ...]}``: the ``consistency.<key>`` findings of hosts of one profile compared with each other,
+    each host's findings under that host's own site overrides (``checks_by_host[host]``: a site may override per host
+    or group); hosts left without a finding are left out. Linear in the number of hosts."""
+    found = {}
+    for finding in _checks.check_group(values_by_host, keys):
+        found.setdefault(finding['host'], []).append(finding)
+    judged = dict((host, _findings.apply_overrides(findings, (checks_by_host or {}).get(host))) for host, findings in found.items())
+    return dict((host, findings) for host, findings in judged.items() if findings)
 
 
 def device_bounds(facts):

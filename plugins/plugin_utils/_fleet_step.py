@@ -12,8 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _fleet, _history
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _fleet, _history, _judge
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collectives import human_bytes, normalise_collective
+from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import COLLECTIVES
 
 
@@ -100,7 +101,12 @@ def judge(entries, profiles, db_path, run_id):
         except _history.HistoryError as err:
             section['history_error'] = str(err)
             continue
-        for finding in _findings.apply_overrides(found, profile.get('checks')):
+        try:
+            judged = _judge.Judge(profile).fleet(found)
+        except ProfileError as err:
+            section['profiles'].setdefault(name, {})['error'] = str(err)
+            continue
+        for finding in judged:
             extra.setdefault(finding['host'], []).append(finding)
     return extra, section
 
@@ -113,11 +119,11 @@ def with_findings(entries, extra):
         if not added:
             out[host] = entry
             continue
-        findings = sorted(list(entry.get('findings') or []) + added, key=_findings.sort_key)
-        new = dict(entry, findings=findings, counts=dict((sev, sum(1 for f in findings if f.get('severity') == sev))
-                                                         for sev in _findings.SEVERITIES))
+        findings, summary = _findings.merged(entry.get('findings'), added)
+        # root cause first, as every host entry of the report (_report.host_entry)
+        new = dict(entry, findings=sorted(findings, key=_findings.root_cause_key), counts=summary['counts'])
         if new['status'] != 'error':
-            new['status'] = _findings.status_of(findings)
+            new['status'] = summary['status']
         out[host] = new
     return out
 

@@ -84,10 +84,8 @@ def compare(entries):
     for group in by_profile.values():
         if len(group) < 2:
             continue
-        for finding in _checks.check_group(group, CONSISTENCY_KEYS):
-            found.setdefault(finding['host'], []).append(finding)
-    judged = dict((host, _findings.apply_overrides(findings, entries[host].get('checks'))) for host, findings in found.items())
-    return dict((host, findings) for host, findings in judged.items() if findings)
+        found.update(_judge.compare_hosts(group, dict((host, entries[host].get('checks')) for host in group), CONSISTENCY_KEYS))
+    return found
 
 
 def _caches(hostvars):
