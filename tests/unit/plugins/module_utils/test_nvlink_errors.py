@@ -77,3 +77,22 @@ def test_clean_counters_pass_and_replays_and_crc_errors_warn_on_their_link(tmp_p
 def test_a_capture_made_before_the_probe_says_so_and_never_passes():
     # the real 2x H200 bundle has no nvlink -e output: not collected (info), never a silent pass
     assert _nvlink_findings(BUNDLE) == [('facts.not_collected', 'info', 'gpu nvlink errors', 'not collected')]
+
+
+def test_a_real_gpu_without_nvlink_prints_nothing_and_is_not_judged_on_nvlink():
+    """The lent 1x H200 VM exposes no NVLink: `nvidia-smi nvlink -e` and `--status` print nothing and exit 0
+    (tests/fixtures/hardware/h200x1-vm). No counters, so no gpu.nvlink_errors finding, and no 'not measured' either:
+    the probe ran and read every link there is."""
+    vm = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x1-vm')
+    with open(os.path.join(vm, 'nvidia-smi_nvlink_-e.txt')) as handle:
+        errors = handle.read()
+    with open(os.path.join(vm, 'nvidia-smi_nvlink_-s.txt')) as handle:
+        status = handle.read()
+    assert errors == '' and status == ''
+    assert parse_nvlink_errors(errors) == {}
+    with open(os.path.join(ROOT, 'profiles', 'h200x1.yml')) as handle:
+        profile = validate_profile(yaml.safe_load(handle))
+    facts = {'gpu': {'nvlink_errors': parse_nvlink_errors(errors), 'devices': [{'index': 0}]}}
+    assert profile['gpu'].get('nvlink') is None   # the sourced 1x H200 profile: no NVLink to judge
+    found = [f for f in _judge.evaluate(facts, profile, 'gpu-host') if f['check'].startswith('gpu.nvlink')]
+    assert found == []
