@@ -529,11 +529,12 @@ SCHEMA = {
         },
         'checks': {
             'type': 'dict', 'default': {}, 'description': 'Site overrides of the checks (docs/checks.md).',
+            'check': 'check_ids',
             'keys': {
-                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str'}, 'check': 'check_ids',
+                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str'},
                             'description': 'Check ids or globs ("ib.*", "collectives.*") whose findings are dropped.'},
                 'severity': {'type': 'map', 'default': {}, 'description': 'Check id or glob -> fail | warn | info.',
-                             'key': {'type': 'str', 'description': 'check id or glob', 'check': 'check_id'},
+                             'key': {'type': 'str', 'description': 'check id or glob'},
                              'values': {'type': 'str', 'choices': list(SEVERITIES)}},
             },
         },
@@ -767,16 +768,27 @@ def _check_curve_sorted(ctx, key, value):
         ctx.error(key, 'points must be sorted by min_bytes, ascending and without repeats (got %s)' % sizes)
 
 
-def _check_one_id(ctx, key, pattern):
-    ids = sorted(CATALOGUE)
-    if not any(fnmatch.fnmatchcase(cid, pattern) for cid in ids):
-        hint = _suggest(pattern, ids)
-        ctx.error(key, 'no check id matches %r%s (see docs/checks.md)' % (pattern, "; did you mean %r?" % hint if hint else ''))
+# The check ids a profile's ``checks`` section may name, resolved once from the catalogue: every id or glob of
+# ``checks.disable`` and ``checks.severity`` is matched against this set.
+CHECK_IDS = frozenset(CATALOGUE)
+_SORTED_CHECK_IDS = tuple(sorted(CHECK_IDS))
+
+
+def unmatched_check_ids(patterns, ids=CHECK_IDS):
+    """The patterns (check ids or globs) of ``patterns`` that match no id of ``ids``, in their order."""
+    return [pattern for pattern in patterns
+            if pattern not in ids and not any(fnmatch.fnmatchcase(cid, pattern) for cid in ids)]
 
 
 def _check_ids(ctx, key, value):
-    for i, pattern in enumerate(value):
-        _check_one_id(ctx, '%s[%d]' % (key, i), pattern)
+    """``checks.disable`` and ``checks.severity``: each id or glob must match a check id (CHECK_IDS)."""
+    named = [('%s.disable[%d]' % (key, i), pattern) for i, pattern in enumerate(value.get('disable') or [])]
+    named += [(_join(_join(key, 'severity'), pattern), pattern) for pattern in value.get('severity') or {}]
+    unmatched = set(unmatched_check_ids([pattern for _where, pattern in named]))
+    for where, pattern in named:
+        if pattern in unmatched:
+            hint = _suggest(pattern, _SORTED_CHECK_IDS)
+            ctx.error(where, 'no check id matches %r%s (see docs/checks.md)' % (pattern, "; did you mean %r?" % hint if hint else ''))
 
 
 def _check_regex(ctx, key, value):
@@ -808,7 +820,6 @@ _EXTRA_CHECKS = {
     'xid_lists': _check_xid_lists,
     'curve_sorted': _check_curve_sorted,
     'check_ids': _check_ids,
-    'check_id': _check_one_id,
 }
 
 
