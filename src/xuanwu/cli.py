@@ -6,7 +6,6 @@ Exit status: 0 succeeded, 2 failed, 3 cancelled, 4 bad input (nothing ran), 1 ot
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import secrets
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from . import FINAL_STATES, STATES, __version__
+from . import FINAL_STATES, STATES, __version__, rundiff
 from .config import Config, ConfigError
 from .spec import SpecError, parse_batch, parse_job
 from .store import Store, StoreError, open_store
@@ -246,11 +245,7 @@ def cmd_cancel(args, config: Config) -> int:
 
 
 def cmd_diff(args, config: Config) -> int:
-    path = Path(config.project_root) / 'plugins' / 'plugin_utils' / '_rundiff.py'
-    spec = importlib.util.spec_from_file_location('xuanwu_rundiff', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(args.diff_args, sys.stdout, sys.stderr)
+    return rundiff.main(args.diff_args, sys.stdout, sys.stderr)
 
 
 def cmd_token(args, config: Config) -> int:

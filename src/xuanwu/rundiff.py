@@ -1,15 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The differences between two run records (``runs/<run id>/``, docs/run-record.md): pure functions of
+"""The differences between two run records (``runs/<run id>/``, docs/run-record.md): ``xuanwu diff`` and
 ``scripts/xuanwu-run-diff``.
 
-Only the standard library: the command loads this file by its path, without the collection being installed.
+Only the standard library, and nothing else of the package: the script imports this module from the checkout's
+``src/`` without anything installed.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os

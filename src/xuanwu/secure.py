@@ -8,10 +8,11 @@ neither does any ``XUANWU_*`` variable of the service (``XUANWU_API_TOKEN`` amon
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import stat
 from pathlib import Path
+
+from .collection import import_module
 
 # The service's variables a job may see. Everything else of the service's environment stays out.
 ALLOWED_ENV = ('PATH', 'HOME', 'LANG', 'LANGUAGE', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'TMPDIR',
@@ -21,27 +22,8 @@ PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 MASK = '***'
 
 
-def _load_redact():
-    """The collection's redaction helpers: from ``$XUANWU_PROJECT_ROOT``, the checkout that holds this package
-    or the current folder's, else the installed collection."""
-    roots = [Path(os.environ['XUANWU_PROJECT_ROOT'])] if os.environ.get('XUANWU_PROJECT_ROOT') else []
-    roots += list(Path(__file__).resolve().parents) + [Path.cwd()] + list(Path.cwd().parents)
-    for root in roots:
-        path = root / 'plugins' / 'module_utils' / '_redact.py'
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location('xuanwu_collection_redact', path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-    try:
-        from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact  # pylint: disable=import-error
-        return _redact
-    except ImportError:
-        pass
-    raise ImportError('the collection\'s plugins/module_utils/_redact.py was not found next to the xuanwu package')
-
-
-redact_helpers = _load_redact()
+# the collection's redaction, plugins/module_utils/_redact.py (xuanwu.collection)
+redact_helpers = import_module('plugins.module_utils._redact')
 is_secret_key = redact_helpers.is_secret_key
 
 

@@ -1,4 +1,4 @@
-"""scripts/xuanwu-run-diff and its pure module: two run folders built from real report data (two real
+"""scripts/xuanwu-run-diff and its module xuanwu.rundiff: two run folders built from real report data (two real
 nccl-tests runs of one 4x H200 host, real node facts) are compared; bad input exits 2 with a message."""
 import io
 import json
@@ -9,10 +9,11 @@ import sys
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _parse_nccl, _probe
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report, _rundiff
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _runrecord as rr
+from xuanwu import rundiff
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 HW = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x4-nvlink')
 BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
 SCRIPT = os.path.join(ROOT, 'scripts', 'xuanwu-run-diff')
@@ -61,7 +62,7 @@ def fixture_runs(tmp_path, facts_versions):
 
 def test_differences_of_two_runs(runs):
     a, b = runs
-    got = _rundiff.diff(_rundiff.load_run(a), _rundiff.load_run(b))
+    got = rundiff.diff(rundiff.load_run(a), rundiff.load_run(b))
     assert got['only_in_a'] == ['n3'] and got['only_in_b'] == ['n4']
     assert got['versions'] == {'n1': {'gpu_driver': {'a': '580.159.04', 'b': '580.178'},
                                       'hca_firmware.mlx5_0': {'a': '28.39.2048', 'b': '28.40.1000'}}}
@@ -79,16 +80,16 @@ def test_differences_of_two_runs(runs):
 
 def test_a_tolerance_lists_small_busbw_changes_without_counting_them(runs):
     a, b = runs
-    got = _rundiff.diff(_rundiff.load_run(a), _rundiff.load_run(b), tolerance=0.5)
+    got = rundiff.diff(rundiff.load_run(a), rundiff.load_run(b), tolerance=0.5)
     assert got['busbw'] and not any(r['counted'] for r in got['busbw'])
-    text = _rundiff.render_text(got)
+    text = rundiff.render_text(got)
     assert 'bus bandwidth (GB/s' not in text and 'other size(s) changed within the tolerance' in text
 
 
 def test_the_same_run_has_no_difference(runs):
     a, _b = runs
     out, err = io.StringIO(), io.StringIO()
-    assert _rundiff.main([a, a], out, err) == 0
+    assert rundiff.main([a, a], out, err) == 0
     assert out.getvalue().endswith('no difference\n') and not err.getvalue()
 
 
@@ -108,6 +109,15 @@ def test_the_command_prints_text_a_person_reads_and_exits_1(runs):
     assert '  n1  new:   nvlink.inactive (GPU 2)' in lines and '  n2  fixed: gpu.count (gpu)' in lines
     assert any(line.startswith('  n1  all_reduce_perf  1 GiB: ') and line.endswith('%)') for line in lines), out
     assert lines[-1].endswith('difference(s)')
+
+
+def test_the_command_needs_nothing_installed(runs):
+    """The script imports xuanwu.rundiff from the checkout's src/: it runs without site-packages (-S, where the
+    package may be installed) and without PYTHONPATH (-E)."""
+    a, _b = runs
+    proc = subprocess.run([sys.executable, '-S', '-E', SCRIPT, a, a], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False, timeout=60, cwd='/')
+    assert (proc.returncode, proc.stderr) == (0, '') and proc.stdout.endswith('no difference\n')
 
 
 def test_the_command_json(runs):

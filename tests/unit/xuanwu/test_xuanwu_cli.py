@@ -87,18 +87,9 @@ def test_token_file_is_private_and_never_overwritten(tmp_path, capsys):
     assert path.read_text().strip() == token
 
 
-def _rundiff_tests():
-    import importlib.util
-    path = os.path.join(ROOT, 'tests', 'unit', 'plugins', 'plugin_utils', 'test_rundiff.py')
-    spec = importlib.util.spec_from_file_location('xuanwu_test_rundiff', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_diff_wraps_the_run_diff(tmp_path, capsys):
     """xuanwu diff is xuanwu-run-diff: the same exit status and JSON on two run folders of real report data."""
-    runs = _rundiff_tests()
+    import test_rundiff as runs     # its run folders (the module next to this one)
     a = runs.make_run(str(tmp_path / 'a'), 'ra', ['n1', 'n2'], runs.RUN2, {'n1': {}, 'n2': {}})
     b = runs.make_run(str(tmp_path / 'b'), 'rb', ['n1', 'n3'], runs.RUN3, {'n1': {}, 'n3': {}})
     assert cli.main(['--config', _config(tmp_path), 'diff', a, b, '--json']) == 1
