@@ -1,7 +1,8 @@
 """Replay every fault of tests/fixtures/corpus/corpus.yml through the probe engine and the checks.
 
 Each fault must produce exactly its expected ``fail`` findings (check id and component), on top of
-what the healthy base produces (nothing failing); the demo bundles committed under
+what the healthy base produces (nothing failing), from facts that conform to the facts schema
+(plugins/module_utils/_facts.py); the demo bundles committed under
 inventories/demo-bundles must be what scripts/make_bundles.py generates from the corpus.
 """
 import filecmp
@@ -11,7 +12,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _profile
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _judge, _probe, _profile
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
@@ -23,8 +25,7 @@ DEMO_VARS = os.path.join(ROOT, 'inventories', 'demo', 'group_vars', 'all', 'prof
 
 
 def load_profile(name, overrides):
-    with open(os.path.join(ROOT, 'profiles', name + '.yml')) as handle:
-        profile = _profile.validate_profile(yaml.safe_load(handle), name)
+    profile = _collection.resolve_profile(name)[0]
     if overrides:
         profile = _profile.merge_profile(profile, overrides, 'overrides')
     return profile
@@ -40,6 +41,7 @@ def run(tmp_path, probes, profile, host='node'):
     bundle = str(tmp_path / 'bundle')
     make_bundles.write_bundle(probes, bundle, {'host': host})
     facts = _probe.probe(_probe.ReplayRunner(bundle))
+    assert _facts.validate(facts) == [], 'facts the schema does not declare (plugins/module_utils/_facts.py)'
     return facts, _judge.evaluate(facts, profile, host)
 
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _facts
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -39,7 +39,10 @@ def save_manifest(path, manifest):
 
 
 def replay(path, **kwargs):
-    return _probe.probe(_probe.ReplayRunner(str(path), **kwargs))
+    """The facts of the bundle at ``path``, which conform to the facts schema however the bundle was spoilt."""
+    facts = _probe.probe(_probe.ReplayRunner(str(path), **kwargs))
+    assert _facts.validate(facts) == []
+    return facts
 
 
 def replay_in_subprocess(path):

@@ -3,7 +3,7 @@ probe table is generated from it."""
 import os
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _profile
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _judge, _probe, _profile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 
@@ -22,6 +22,15 @@ def test_every_probe_feeds_known_profile_sections():
         assert probe.feeds, probe.key
         assert set(probe.feeds) <= sections, (probe.key, probe.feeds)
     assert set(_probe.FEEDS) == set(p.name for p in _probe.all_probes())
+
+
+def test_every_fact_a_probe_sets_is_declared():
+    """The probe table and the facts schema name the same probes: each probe's output lands in facts the schema
+    declares (``probe`` of their spec), so a probe added to the table without its facts declared fails here, and the
+    replays of tests/unit/plugins/module_utils/test_facts.py check every key each of them sets."""
+    probes = set(probe.name for probe in _probe.all_probes())
+    assert set(_probe.DERIVED_PARSERS) <= probes
+    assert _facts.probe_sources() == probes, 'declare the facts of each probe in plugins/module_utils/_facts.py'
 
 
 def _failed(key):
