@@ -5,7 +5,10 @@
 
 A profile is plain data (already loaded from YAML by the caller): this module imports no YAML
 library. ``validate_profile`` returns a normalised copy (defaults filled, versions and ports in
-canonical form) or raises ``ProfileError(path, dotted_key, reason)``.
+canonical form) or raises ``ProfileError(path, dotted_key, reason)``. A profile file may ``extends:``
+other profiles and policy files: the caller reads the files (plugin_utils/_collection.py) and merges
+them here (``extends_refs``, ``extend``), each file checked on its own (``check_override``) before the
+result is validated whole.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -699,8 +702,11 @@ def _validate_dict(ctx, key, spec, value):
     keys = spec['keys']
     out = {}
     for name in value:
+        if name == EXTENDS and spec is SCHEMA:
+            ctx.error(EXTENDS, 'only a profile file can extend others (xuanwu_profile and xuanwu_profile_dirs name the files): an '
+                               'override, or a profile given as data, cannot')
         if name not in keys:
-            hint = _suggest(name, keys)
+            hint = _suggest(name, list(keys) + ([EXTENDS] if spec is SCHEMA else []))
             reason = 'unknown key %r' % (name,)
             reason += "; did you mean %r?" % hint if hint else ' (valid keys: %s)' % ', '.join(sorted(keys))
             ctx.error(_join(key, name), reason)
@@ -893,6 +899,49 @@ def _drop_nones(value):
 
 
 # ---------------------------------------------------------------------------------------------
+# Profiles that extend others. ``extends:`` (a profile file's top-level key, never a schema key) names the
+# profiles and policy files (a profile name, or a path relative to a profile directory such as
+# policy/nvidia-xid) the file is merged over, in order: mappings merge key by key, lists and scalars
+# replace, a null resets a key to its default or drops a section, as in overrides. Reading the files is
+# the caller's (plugin_utils/_collection.py).
+
+EXTENDS = 'extends'
+EXTENDS_WORDS = 'a profile name or a path of a policy file relative to a profile directory (policy/nvidia-xid), or a list of them'
+
+
+def extends_refs(data, path):
+    """The references of a profile document's ``extends`` (``[]`` without one), checked: a non-empty string or a
+    non-empty list of them, else ``ProfileError(path, 'extends', ...)``."""
+    value = data.get(EXTENDS) if isinstance(data, dict) else None
+    if value is None:
+        return []
+    refs = value if isinstance(value, list) else [value]
+    if not refs:
+        raise ProfileError(path, EXTENDS, 'must be %s, got an empty list' % EXTENDS_WORDS)
+    for i, ref in enumerate(refs):
+        if not isinstance(ref, str) or not ref.strip():
+            where = EXTENDS if refs is not value else '%s[%d]' % (EXTENDS, i)
+            raise ProfileError(path, where, 'must be %s, got %s' % (EXTENDS_WORDS, type_name(ref)))
+    return refs
+
+
+def own_document(data):
+    """A profile file's own keys: its document without ``extends``."""
+    return dict((k, v) for k, v in data.items() if k != EXTENDS)
+
+
+def extend(base, document):
+    """``document`` (a profile file's own keys) merged over ``base`` (what it extends, merged): mappings merge key by
+    key, lists and scalars replace; a null is kept (``extended`` drops it: the key takes its default)."""
+    return _merge(base, document)
+
+
+def extended(merged):
+    """The merged document of a profile that extends others, ready for ``validate_profile``: its nulls dropped."""
+    return _drop_nones(merged)
+
+
+# ---------------------------------------------------------------------------------------------
 # Documentation.
 
 def _fmt_default(value):
@@ -942,8 +991,71 @@ def _doc_rows(key, spec, rows):
         _doc_rows(key + '[]', spec['elements'], rows)
 
 
-def schema_markdown():
-    """Render SCHEMA as the Markdown of docs/profiles.md."""
+def _flow(value):
+    """A resolved value as YAML flow text, for one table cell."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, dict):
+        return '{%s}' % ', '.join('%s: %s' % (k, _flow(v)) for k, v in value.items() if v is not None)
+    if isinstance(value, (list, tuple)):
+        return '[%s]' % ', '.join(_flow(v) for v in value)
+    return str(value)
+
+
+def _leaves(value, key=''):
+    """``(dotted key, value)`` of every value a document sets: mappings are followed (an empty one is a value), lists
+    and scalars are values; nulls are left out."""
+    if isinstance(value, dict) and value:
+        for name, item in value.items():
+            yield from _leaves(item, _join(key, name))
+    elif value is not None:
+        yield key, value
+
+
+def _resolved_rows(entry):
+    """The table rows of one resolved profile: every value a file of it sets, with the file that sets it (the last
+    one merged); a list of mappings is one row per item."""
+    set_in = {}
+    for merged in entry['files']:
+        for key, _value in _leaves(merged['document']):
+            set_in[key] = merged['path']
+    rows = []
+    for key, value in _leaves(entry['profile']):
+        if key not in set_in:
+            continue        # a default: the tables above
+        items = [('%s[%d]' % (key, i), item) for i, item in enumerate(value)] \
+            if isinstance(value, list) and value and all(isinstance(item, dict) for item in value) else [(key, value)]
+        for name, item in items:
+            rows.append('| `%s` | `%s` | %s |' % (name, _flow(item).replace('|', '\\|'), set_in[key]))
+    return rows
+
+
+def resolved_markdown(shipped):
+    """The section of docs/profiles.md that shows each shipped profile resolved: the files merged (what it extends) and
+    every value they set. ``shipped``: ``[{'name', 'files': [{'path', 'extends', 'document'}], 'profile'}]``, the
+    files the farthest parent first (plugin_utils/_collection.py ``shipped_profiles``)."""
+    out = ['## Shipped profiles, resolved', '',
+           'Each profile of profiles/ as the checks read it: the files merged (the farthest parent first; policy files are',
+           'in profiles/policy/), then every value those files set, with the file that sets it (the last one merged).',
+           'Keys not listed take their defaults (the tables above); the files give each number\'s source in a comment.', '']
+    for entry in shipped:
+        files = ', '.join('`%s`%s' % (merged['path'], ' (extends %s)' % ', '.join('`%s`' % ref for ref in merged['extends'])
+                                      if merged['extends'] else '') for merged in entry['files'])
+        out.extend(['### `%s`' % entry['name'], '', 'Files merged: %s.' % files, '',
+                    '| key | value | set in |', '|---|---|---|'])
+        out.extend(_resolved_rows(entry))
+        out.append('')
+    return out
+
+
+def schema_markdown(shipped=None):
+    """Render SCHEMA, and each shipped profile resolved, as the Markdown of docs/profiles.md.
+
+    ``shipped``: the shipped profiles (``resolved_markdown``); by default read from profiles/ on the controller
+    (plugin_utils/_collection.py, imported here only then: this module reads no file)."""
+    if shipped is None:
+        from ansible_collections.xuanwu.cluster.plugins.plugin_utils._collection import shipped_profiles
+        shipped = shipped_profiles()
     out = [
         '# Hardware profiles (schema version %d)' % SCHEMA_VERSION,
         '',
@@ -953,6 +1065,18 @@ def schema_markdown():
         'compare the facts (docs/facts.md) against. Sections that a profile leaves out are not checked.',
         'Inventory groups and hosts can adjust a profile with `xuanwu_profile_overrides`: mappings merge',
         'key by key, lists and scalars replace, `null` resets a key to its default or drops a section.',
+        '',
+        'A profile file can `extends:` other profiles and shared policy files: a profile name, or a path',
+        'relative to a profile folder (`policy/nvidia-xid`, `.yml` optional), or a list of them, looked up',
+        'in `xuanwu_profile_dirs` and then in the collection\'s profiles/. The file is merged over what it',
+        'extends (over each in turn, the last one winning) by the rules of the overrides: mappings merge key',
+        'by key, the file wins; lists and scalars replace; `null` resets a key to its default or drops a',
+        'section. A parent may itself extend others. The inventory\'s overrides apply to the result. Every',
+        'file is checked on its own (an unknown key of a parent names the parent\'s file), then the result',
+        'as a whole. A profile sets its own `name` (never inherited). A file that extends its own name (a',
+        'site\'s `h100-sxm-8.yml` in `xuanwu_profile_dirs` that extends `h100-sxm-8`) gets the next one on',
+        'the search path: the shipped profile. A cycle, a parent not found or a parent that is not a mapping',
+        'is an error naming the file and its `extends`.',
         '',
         'Rules that apply everywhere:',
         '',
@@ -976,6 +1100,8 @@ def schema_markdown():
     for name in SCHEMA['keys']:
         if SCHEMA['keys'][name]['type'] not in ('dict', 'map'):
             _doc_rows(name, SCHEMA['keys'][name], out)
+    out.append('| `%s` | string or list of strings |  |  | Profile files only: what the file extends, %s (above). |'
+               % (EXTENDS, EXTENDS_WORDS))
     out.append('')
     for name in SCHEMA['keys']:
         spec = SCHEMA['keys'][name]
@@ -1000,4 +1126,5 @@ def schema_markdown():
         for entry in entries:
             out.append('| %d | %s | %s |' % (entry['xid'], group, entry['reason']))
     out.append('')
+    out.extend(resolved_markdown(shipped))
     return '\n'.join(out)

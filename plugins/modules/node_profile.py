@@ -15,7 +15,8 @@ version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin); it never connects to the host.
   - Finds the profile by name in the collection's C(profiles/) directory (or O(profile_dirs)), or loads it from a path,
-    validates it, deep-merges O(overrides) and validates the result again.
+    merges it over the profiles and policy files it C(extends) (looked up the same way), validates it, deep-merges
+    O(overrides) and validates the result again.
   - With O(check_variables), also rejects C(xuanwu_*) inventory variables that no role of the collection declares
     (suggesting the closest known name) or whose type is wrong, and a C(xuanwu_replay_dir) that holds no capture bundle.
   - Every problem of the host is reported in one message naming the file or variable and the key; nothing is changed.
@@ -31,7 +32,7 @@ options:
     type: dict
     default: {}
   profile_dirs:
-    description: Directories searched for profiles by name before the shipped ones.
+    description: Directories searched before the shipped ones for profiles by name and for the profiles and policy files a profile extends.
     type: list
     elements: path
     default: []

@@ -44,7 +44,7 @@ options:
     type: raw
     default: {}
   profile_dirs:
-    description: Directories searched for profiles by name before the shipped ones.
+    description: Directories searched before the shipped ones for profiles by name and for the profiles and policy files a profile extends.
     type: raw
     default: []
   gather:

@@ -63,12 +63,35 @@ def load_yaml(path, what):
         raise ProfileError(path, None, '%s is not valid YAML%s: %s' % (what, where, getattr(err, 'problem', None) or err))
 
 
+def search_dirs(extra_dirs=()):
+    """The folders profiles (and the policy files they extend) are looked up in, in order: the site's first."""
+    return list(extra_dirs) + [PROFILE_DIR]
+
+
 def available_profiles(extra_dirs=()):
     names = set()
-    for directory in list(extra_dirs) + [PROFILE_DIR]:
+    for directory in search_dirs(extra_dirs):
         for path in glob.glob(os.path.join(directory, '*.yml')):
             names.add(os.path.basename(path)[:-4])
     return sorted(names)
+
+
+def extendable(extra_dirs=()):
+    """What a profile can extend: the profile names and the policy files one folder down (``policy/nvidia-xid``)."""
+    names = set(available_profiles(extra_dirs))
+    for directory in search_dirs(extra_dirs):
+        for path in glob.glob(os.path.join(directory, '*', '*.yml')):
+            names.add('/'.join(os.path.normpath(os.path.relpath(path, directory)).split(os.sep))[:-4])
+    return sorted(names)
+
+
+def shown_path(path, extra_dirs=()):
+    """``path`` as a message names it: relative to the profile folder that holds it (``policy/nvidia-xid.yml``)."""
+    for directory in search_dirs(extra_dirs):
+        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(directory))
+        if not relative.startswith(os.pardir + os.sep) and relative != os.pardir and not os.path.isabs(relative):
+            return '/'.join(relative.split(os.sep))
+    return path
 
 
 def find_profile(ref, extra_dirs=()):
@@ -79,7 +102,7 @@ def find_profile(ref, extra_dirs=()):
         if not os.path.isfile(ref):
             raise ProfileError(ref, None, 'profile file not found')
         return ref
-    for directory in list(extra_dirs) + [PROFILE_DIR]:
+    for directory in search_dirs(extra_dirs):
         path = os.path.join(directory, ref + '.yml')
         if os.path.isfile(path):
             return path
@@ -89,10 +112,86 @@ def find_profile(ref, extra_dirs=()):
     raise ProfileError('xuanwu_profile', None, "unknown profile '%s'%s; available: %s" % (ref, hint, ', '.join(known)))
 
 
-def resolve_profile(ref, overrides=None, extra_dirs=()):
-    """Load, validate and apply inventory overrides. Returns ``(profile, path)``."""
-    path = find_profile(ref, extra_dirs)
+def find_extended(ref, path, extra_dirs=(), chain=()):
+    """The file that ``extends: ref`` of the profile file ``path`` names: ``ref`` (a profile name, or a path relative to a
+    profile folder, ``.yml`` optional) in the first folder of ``search_dirs`` that has it. A file on ``chain`` (the files
+    being merged, ``path`` last) is passed over: a site's ``h100-sxm-8.yml`` that extends ``h100-sxm-8`` gets the next
+    one, the shipped profile. Where only such a file is found the extends form a cycle: a ProfileError, as for a file
+    not found."""
+    if os.path.isabs(ref):
+        raise ProfileError(path, _profile.EXTENDS, "'%s' must be %s" % (ref, _profile.EXTENDS_WORDS))
+    relative = ref if ref.endswith(('.yml', '.yaml')) else ref + '.yml'
+    merging = [os.path.realpath(p) for p in chain]
+    looped = None
+    for directory in search_dirs(extra_dirs):
+        candidate = os.path.join(directory, relative)
+        if not os.path.isfile(candidate):
+            continue
+        real = os.path.realpath(candidate)
+        if real not in merging:
+            return candidate
+        if looped is None:
+            looped = [shown_path(p, extra_dirs) for p in chain[merging.index(real):]] + [shown_path(candidate, extra_dirs)]
+    if looped is not None:
+        raise ProfileError(path, _profile.EXTENDS, "'%s' makes a cycle: %s extends itself (%s)"
+                           % (ref, looped[0], ' -> '.join(looped)))
+    close = difflib.get_close_matches(ref, extendable(extra_dirs), n=1)
+    hint = " (did you mean '%s'?)" % close[0] if close else ''
+    raise ProfileError(path, _profile.EXTENDS, "'%s' is not a profile or a policy file of %s%s"
+                       % (ref, ', '.join(search_dirs(extra_dirs)), hint))
+
+
+def _extended(path, data, extra_dirs, chain, files):
+    """``data`` (the document of the file ``path``) with what it extends merged under it; each file merged is appended
+    to ``files``, the farthest parent first."""
+    refs = _profile.extends_refs(data, path)
+    own = _profile.own_document(data)
+    _profile.check_override(own, path)          # its own keys, types and values, named in its own file
+    merged = {}
+    for ref in refs:
+        parent = find_extended(ref, path, extra_dirs, chain)
+        what = "'%s' (extended by %s)" % (ref, shown_path(path, extra_dirs))
+        document = load_yaml(parent, what)
+        if not isinstance(document, dict):
+            raise ProfileError(path, _profile.EXTENDS, "'%s' (%s) must be a mapping of profile keys, got %s"
+                               % (ref, parent, _profile.type_name(document)))
+        merged = _profile.extend(merged, _extended(parent, document, extra_dirs, chain + (parent,), files))
+    files.append({'path': path, 'extends': refs, 'document': own})
+    return _profile.extend(merged, own)
+
+
+def load_profile(path, extra_dirs=()):
+    """The document of the profile file ``path`` with the profiles and policy files it ``extends`` merged under it
+    (``_profile.extends_refs``): ``(document, files)``, ``files`` every file merged (``{'path', 'extends': its
+    references, 'document': its own keys}``), the farthest parent first and ``path`` last. Each file's keys are
+    checked in that file (an unknown key of a parent names the parent); a profile names itself (``name`` is never
+    inherited). A profile without ``extends`` is its document as it is."""
     data = load_yaml(path, 'the profile')
+    if not isinstance(data, dict) or _profile.EXTENDS not in data:
+        return data, [{'path': path, 'extends': [], 'document': data}]
+    files = []
+    merged = _extended(path, data, extra_dirs, (path,), files)
+    if data.get('name') is None:
+        raise ProfileError(path, 'name', "missing required key 'name': a profile names itself, the name of what it extends "
+                                         "is not inherited")
+    return _profile.extended(merged), files
+
+
+def shipped_profiles():
+    """Every profile of the collection's profiles/, resolved (docs/profiles.md): ``[{'name', 'files', 'profile'}]``,
+    ``files`` as ``load_profile`` gives them with each path relative to profiles/ (``policy/nvidia-xid.yml``)."""
+    out = []
+    for name in available_profiles():
+        data, files = load_profile(find_profile(name))
+        out.append({'name': name, 'profile': _profile.validate_profile(data, name),
+                    'files': [dict(entry, path=shown_path(entry['path'])) for entry in files]})
+    return out
+
+
+def resolve_profile(ref, overrides=None, extra_dirs=()):
+    """Load (with what it extends), validate and apply inventory overrides. Returns ``(profile, path)``."""
+    path = find_profile(ref, extra_dirs)
+    data, _files = load_profile(path, extra_dirs)
     profile = _profile.validate_profile(data, path)
     if overrides:
         if not isinstance(overrides, dict):

@@ -15,10 +15,10 @@ import os
 import re
 
 import pytest
-import yaml
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _profile, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 from nccl_text import scaled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,8 +31,7 @@ GIB = 1 << 30
 
 
 def profile(name='h200x4-nvlink'):
-    with open(os.path.join(ROOT, 'profiles', '%s.yml' % name)) as handle:
-        return _profile.validate_profile(yaml.safe_load(handle), name)
+    return _collection.resolve_profile(name)[0]
 
 
 def collective_of(path):

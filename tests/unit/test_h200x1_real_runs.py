@@ -10,11 +10,11 @@ import json
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_clock_events import QUERY_FIELDS
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile, validate_profile
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HW = os.path.join(ROOT, 'tests', 'fixtures', 'hardware')
@@ -30,9 +30,8 @@ EVENTS = ('nvidia-smi --query-gpu=index,clocks_event_reasons.active,clocks.sm,po
 
 
 def _profile():
-    with open(os.path.join(ROOT, 'profiles', 'h200x1.yml')) as handle:
-        # the host has no chronyd: the runs were made with host.time off (bench/gpu-host-validate.sh)
-        return merge_profile(validate_profile(yaml.safe_load(handle), 'h200x1.yml'), {'host': {'time': None}})
+    # the host has no chronyd: the runs were made with host.time off (bench/gpu-host-validate.sh)
+    return merge_profile(_collection.resolve_profile('h200x1')[0], {'host': {'time': None}})
 
 
 PROFILE = _profile()

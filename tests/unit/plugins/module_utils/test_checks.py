@@ -14,25 +14,24 @@ import copy
 import os
 
 import pytest
-import yaml
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import checks_markdown
 from ansible_collections.xuanwu.cluster.plugins.module_utils._checks import CHECKS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._checks_base import link_at_least, version_at_least, version_matches
 from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import apply_overrides, summarise
 from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import evaluate, evaluate_group
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
-    DEFAULT_LEFTOVER_PATTERNS, merge_profile, validate_profile,
+    DEFAULT_LEFTOVER_PATTERNS, merge_profile,
 )
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
+from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 
 
 def load_profile(name):
-    with open(os.path.join(ROOT, 'profiles', name + '.yml')) as handle:
-        return validate_profile(yaml.safe_load(handle), 'profiles/%s.yml' % name)
+    return _collection.resolve_profile(name)[0]
 
 
 def _probe(command, status='ok', rc=0):
@@ -921,9 +920,7 @@ def test_link_at_least(measured, expected, ok):
 
 
 def test_docs_checks_md_is_generated():
-    with open(os.path.join(ROOT, 'docs', 'checks.md')) as handle:
-        committed = handle.read()
-    assert committed == checks_markdown(), 'docs/checks.md is stale: regenerate it with _catalogue.checks_markdown()'
+    assert_current('docs/checks.md')
 
 
 def test_every_check_is_documented_with_remediation():

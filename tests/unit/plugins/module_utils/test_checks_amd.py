@@ -1,22 +1,17 @@
 """AMD checks (profile gpu.vendor amd, profiles/mi300x-8.yml): the healthy fake 8x MI300X node passes the GPU
 checks, each derived fault of tests/fixtures/amd/ fails on its own component, what the tools do not report is
 never a pass, and the vendor switch leaves NVIDIA profiles as they were."""
-import os
-
 import pytest
-import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import evaluate
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile, validate_profile
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
-
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 
 
 def profile(name='mi300x-8', override=None):
-    with open(os.path.join(ROOT, 'profiles', name + '.yml')) as handle:
-        data = validate_profile(yaml.safe_load(handle), name)
+    data = _collection.resolve_profile(name)[0]
     return merge_profile(data, override, 'test') if override else data
 
 

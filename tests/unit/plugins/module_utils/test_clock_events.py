@@ -211,10 +211,9 @@ def test_profile_monitoring_keys():
 
 @pytest.mark.parametrize('profile', ['h200x2-nvlink.yml', 'h200x4-nvlink.yml', 'h200-sxm-8.yml'])
 def test_the_shipped_h200_profiles_pass_a_power_capped_gpu_and_fail_a_hardware_slowdown(profile):
-    import yaml
     from ansible_collections.xuanwu.cluster.plugins.module_utils._judge import Judge
-    with open(os.path.join(DMON, '..', '..', '..', 'profiles', profile)) as handle:
-        judge = Judge(yaml.safe_load(handle))
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
+    judge = Judge(_collection.resolve_profile(profile[:-len('.yml')])[0])
     # pclk 1410 MHz and pviol 38 under load with the SW power cap: how a healthy H200 runs at 700 W
     found, entry = judge.dmon(_run('h200x2_dmon_busy-derived-throttle-gpu1.txt', _read(EVENTS)), 'n1', 'soak')
     assert found == [] and 'not_judged' not in entry

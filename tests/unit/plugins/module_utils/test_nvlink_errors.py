@@ -6,12 +6,12 @@ import os
 import shutil
 
 import pytest
-import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import parse_nvlink_errors
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile, validate_profile
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 DERIVED = os.path.join(ROOT, 'tests', 'fixtures', 'derived', 'nvidia')
@@ -62,8 +62,7 @@ def _bundle_with(tmp_path, name):
 
 def _nvlink_findings(bundle):
     facts = _probe.probe(_probe.ReplayRunner(bundle))
-    with open(os.path.join(ROOT, 'profiles', 'h200x2-nvlink.yml')) as handle:
-        profile = merge_profile(validate_profile(yaml.safe_load(handle)), {'host': {'time': None}})
+    profile = merge_profile(_collection.resolve_profile('h200x2-nvlink')[0], {'host': {'time': None}})
     return [(f['check'], f['severity'], f['component'], f['measured']) for f in _judge.evaluate(facts, profile, 'n1')
             if 'nvlink_errors' in f['check'] or 'nvlink errors' in str(f['component'])]
 
@@ -90,8 +89,7 @@ def test_a_real_gpu_without_nvlink_prints_nothing_and_is_not_judged_on_nvlink():
         status = handle.read()
     assert errors == '' and status == ''
     assert parse_nvlink_errors(errors) == {}
-    with open(os.path.join(ROOT, 'profiles', 'h200x1.yml')) as handle:
-        profile = validate_profile(yaml.safe_load(handle))
+    profile = _collection.resolve_profile('h200x1')[0]
     facts = {'gpu': {'nvlink_errors': parse_nvlink_errors(errors), 'devices': [{'index': 0}]}}
     assert profile['gpu'].get('nvlink') is None   # the sourced 1x H200 profile: no NVLink to judge
     found = [f for f in _judge.evaluate(facts, profile, 'gpu-host') if f['check'].startswith('gpu.nvlink')]

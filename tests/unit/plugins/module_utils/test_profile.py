@@ -12,14 +12,13 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Prof
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
     DEFAULT_XID_FATAL, SCHEMA, check_override, merge_profile, schema_markdown, validate_profile,
 )
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
+from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 PROFILES = sorted(glob.glob(os.path.join(ROOT, 'profiles', '*.yml')))
-
-
-def _load(path):
-    with open(path) as handle:
-        return yaml.safe_load(handle)
+# the shared policy files the profiles extend (profiles/policy/)
+POLICIES = sorted(glob.glob(os.path.join(ROOT, 'profiles', 'policy', '*.yml')))
 
 
 def minimal(**sections):
@@ -41,7 +40,7 @@ def test_the_shipped_profiles_are_there():
 
 @pytest.mark.parametrize('path', PROFILES, ids=[os.path.basename(p) for p in PROFILES])
 def test_shipped_profile_validates(path):
-    profile = validate_profile(_load(path), path)
+    profile = _collection.resolve_profile(path)[0]
     assert profile['name'] == os.path.basename(path)[:-4]
     assert profile['gpu']['count'] > 0
     assert validate_profile(profile, path) == profile, 'validation must be idempotent'
@@ -50,7 +49,7 @@ def test_shipped_profile_validates(path):
 NUMBER_LINE = re.compile(r'^(\s*)(?:-\s*)?\{?\s*([a-z_]+):\s*"?([0-9][0-9.]*)"?\s*(?:[,}#]|$)')
 
 
-@pytest.mark.parametrize('path', PROFILES, ids=[os.path.basename(p) for p in PROFILES])
+@pytest.mark.parametrize('path', PROFILES + POLICIES, ids=[os.path.relpath(p, os.path.join(ROOT, 'profiles')) for p in PROFILES + POLICIES])
 def test_shipped_profile_numbers_have_sources(path):
     """Every line that sets a number carries a comment (its source, or "assumed"), or its parent key does."""
     with open(path) as handle:
@@ -69,7 +68,7 @@ def test_shipped_profile_numbers_have_sources(path):
 
 
 def test_h200x4_collective_curves():
-    profile = validate_profile(_load(os.path.join(ROOT, 'profiles', 'h200x4-nvlink.yml')))
+    profile = _collection.resolve_profile('h200x4-nvlink')[0]
     curve = profile['collectives']['all_reduce']['curve']
     assert [p['min_bytes'] for p in curve] == [16 * 2 ** 20, 128 * 2 ** 20, 2 ** 30]
     # 90% of the median of the lowest measured busbw at >= 1 GiB (tests/fixtures/hardware/h200x4-nvlink
@@ -216,7 +215,7 @@ def test_check_ids_in_overrides():
 
 
 def test_merge_profile():
-    base = validate_profile(_load(os.path.join(ROOT, 'profiles', 'h100-sxm-8.yml')))
+    base = _collection.resolve_profile('h100-sxm-8')[0]
     override = {
         'gpu': {'count': 4, 'topology': {'pairs': {'0-1': 'NV12'}}},
         'infiniband': {'ca_names': ['mlx5_0', 'mlx5_1']},
@@ -288,9 +287,19 @@ def test_schema_descriptions():
 
 
 def test_docs_profiles_md_is_generated():
-    with open(os.path.join(ROOT, 'docs', 'profiles.md')) as handle:
-        committed = handle.read()
-    assert committed == schema_markdown(), 'docs/profiles.md is stale: regenerate it with _profile.schema_markdown()'
+    assert_current('docs/profiles.md')
+
+
+def test_docs_profiles_md_shows_each_shipped_profile_resolved():
+    shipped = _collection.shipped_profiles()
+    text = schema_markdown(shipped)
+    assert [entry['name'] for entry in shipped] == [os.path.basename(p)[:-4] for p in PROFILES]
+    for entry in shipped:
+        assert '### `%s`' % entry['name'] in text
+    assert 'Files merged: `policy/nvidia-xid.yml`, `policy/nvidia-sxm.yml` (extends `policy/nvidia-xid`), `h200x4-nvlink.yml` ' \
+           '(extends `policy/nvidia-sxm`), `h200x2-nvlink.yml` (extends `h200x4-nvlink`).' in text
+    assert '| `gpu.count` | `2` | h200x2-nvlink.yml |' in text
+    assert '| `gpu.xid.fatal[0]` | `{xid: 48, reason: double-bit (uncorrectable) ECC error}` | policy/nvidia-xid.yml |' in text
 
 
 def _float_thresholds(spec, path=()):

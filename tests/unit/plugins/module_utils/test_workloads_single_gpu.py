@@ -7,11 +7,11 @@ import json
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _judge, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile, validate_profile
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..'))
@@ -26,8 +26,7 @@ def _text(*path):
 
 
 def load_profile_file(path):
-    with open(path) as handle:
-        return validate_profile(yaml.safe_load(handle), path)
+    return _collection.resolve_profile(path)[0]
 
 
 def _h200x1():
