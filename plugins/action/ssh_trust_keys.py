@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _mesh
@@ -16,7 +17,30 @@ from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(('hosts', 'result', 'port', 'addresses'))
+    _VALID_ARGS = frozenset(('hosts', 'result', 'port', 'addresses', 'first_enrolment'))
+
+    def _channel_problem(self, hostvars, host):
+        """Why the keys read of ``host`` cannot be trusted (its connection did not verify its host key), or None."""
+        try:
+            variables = hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host]
+            variables = dict(variables)
+        except Exception:  # pylint: disable=broad-except
+            variables = {}
+        connection = self._templar.template(variables.get('ansible_connection')) or self._task.connection or C.DEFAULT_TRANSPORT
+        connection = str(connection)
+        plugin = 'paramiko_ssh' if connection in _mesh.PARAMIKO_CONNECTIONS else 'ssh'
+
+        def option(name, default=None):
+            try:
+                value = C.config.get_config_value(name, plugin_type='connection', plugin_name=plugin, variables=variables)
+            except Exception:  # pylint: disable=broad-except
+                return default
+            return self._templar.template(value) if isinstance(value, str) else value
+
+        if plugin == 'ssh':
+            args = ' '.join(str(option(name) or '') for name in ('ssh_args', 'ssh_common_args', 'ssh_extra_args'))
+            return _mesh.channel_problem(connection, option('host_key_checking', True), args)
+        return _mesh.channel_problem(connection, option('host_key_checking', True), '', option('host_key_auto_add', False))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -26,6 +50,7 @@ class ActionModule(ActionBase):
             result=dict(type='str', required=True),
             port=dict(type='int', default=22),
             addresses=dict(type='bool', default=True),
+            first_enrolment=dict(type='list', elements='str', default=[]),
         ))
         hostvars = task_vars.get('hostvars') or {}
         reads = {}
@@ -33,8 +58,24 @@ class ActionModule(ActionBase):
             # each host's registered read once, from the fact caches (never hostvars[host], docs/architecture.md)
             registered = _node.host_values(hostvars, host, (args['result'],))[args['result']]
             reads[host] = _mesh.parse_trust_read(registered.get('stdout') if isinstance(registered, dict) else None)
+        # host keys read over a channel that did not verify the node are trusted only for the hosts named for a first
+        # enrolment; any other such host stops the role before anything is written
+        unverified = dict((host, why) for host, why in ((h, self._channel_problem(hostvars, h)) for h in args['hosts']) if why)
+        enrolled = dict((h, why) for h, why in unverified.items() if h in args['first_enrolment'])
+        refused = dict((h, why) for h, why in unverified.items() if h not in enrolled)
+        if refused:
+            result.update(failed=True, changed=False, unverified=refused, first_enrolment=sorted(enrolled), msg=(
+                'ssh_trust: will not make the nodes trust host keys read over a channel that did not verify them: %s. '
+                'Give the controller the nodes\' host keys first (a known_hosts file, SSHFP records or an SSH CA: '
+                'docs/ssh-mesh.md, "Host keys from the first contact"), or, for a first enrolment of hosts you '
+                'vouch for, name them in ssh_trust_first_enrolment.' % '; '.join(
+                    '%s: %s' % (h, why) for h, why in sorted(refused.items()))))
+            return result
+        for host in sorted(enrolled):
+            self._display.warning('ssh_trust: the host keys of %s were read over a channel that did not verify them (%s); '
+                                  'trusted because ssh_trust_first_enrolment names it' % (host, enrolled[host]))
         files = _mesh.trust_files(reads, port=args['port'], addresses=args['addresses'])
-        result.update(changed=False, hosts=list(args['hosts']), missing=files['missing'],
+        result.update(changed=False, hosts=list(args['hosts']), missing=files['missing'], first_enrolment=sorted(enrolled),
                       shared_addresses=files['shared_addresses'],
                       authorized_keys='\n'.join(files['authorized_keys']), known_hosts='\n'.join(files['known_hosts']))
         # in check mode a key not made yet is expected; anything else missing stops the role

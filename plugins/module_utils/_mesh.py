@@ -552,3 +552,47 @@ def trust_files(reads, port=SSH_PORT, addresses=True):
         field = ','.join(_known_name(name, port) for name in names)
         known.extend('%s %s' % (field, key) for key in read.get('host_keys') or [])
     return {'authorized_keys': authorized, 'known_hosts': known, 'missing': missing, 'shared_addresses': shared}
+
+
+# How the controller reached a node when ssh_trust read its host keys (docs/ssh-mesh.md, "Host keys from the first
+# contact"): keys read over a channel whose own host key was not verified may be an attacker's, and ssh_trust would
+# make every node trust them.
+LOCAL_CONNECTIONS = frozenset(('local', 'ansible.builtin.local', 'podman', 'containers.podman.podman', 'buildah',
+                               'containers.podman.buildah', 'docker', 'community.docker.docker', 'chroot',
+                               'community.general.chroot'))
+SSH_CONNECTIONS = frozenset(('ssh', 'ansible.builtin.ssh', 'smart'))
+PARAMIKO_CONNECTIONS = frozenset(('paramiko', 'paramiko_ssh', 'ansible.builtin.paramiko_ssh', 'ansible.builtin.paramiko'))
+_UNCHECKED_OPTION = re.compile(r'(?i)(?:^|\s)-o\s*["\']?\s*(StrictHostKeyChecking)\s*[= ]\s*["\']?(no|off|false|accept-new)\b')
+_NULL_KNOWN_HOSTS = re.compile(r'(?i)(?:^|\s)-o\s*["\']?\s*(UserKnownHostsFile|GlobalKnownHostsFile)\s*[= ]\s*["\']?/dev/null\b')
+
+
+def _truth(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ('1', 'true', 'yes', 'on', 'y', 't')
+
+
+def channel_problem(connection, host_key_checking, ssh_args='', paramiko_auto_add=False):
+    """Why a node's host keys read over this connection cannot be trusted, or ``None`` when the channel verified the
+    node: ``connection`` (the connection plugin's name), ``host_key_checking`` (its effective setting),
+    ``ssh_args`` (every SSH option string of the host, joined: ssh_args, ssh_common_args, ssh_extra_args),
+    ``paramiko_auto_add`` (paramiko's host_key_auto_add). A local connection or a container runtime of the controller
+    needs no host key; SSH verifies one only with host key checking on and no option that turns it off or accepts a new
+    key unseen (``StrictHostKeyChecking=no|accept-new``, a known_hosts of ``/dev/null``); another connection is not
+    known to verify anything."""
+    name = str(connection or 'ssh').strip()
+    if name in LOCAL_CONNECTIONS:
+        return None
+    if name not in SSH_CONNECTIONS and name not in PARAMIKO_CONNECTIONS:
+        return 'connection %s is not known to verify the host key of the node' % name
+    if not _truth(host_key_checking):
+        return 'host key checking is off for this host (host_key_checking = False)'
+    if name in PARAMIKO_CONNECTIONS:
+        return 'paramiko adds unknown host keys (host_key_auto_add)' if _truth(paramiko_auto_add) else None
+    unchecked = _UNCHECKED_OPTION.search(ssh_args or '')
+    if unchecked:
+        return 'its SSH options say %s=%s' % (unchecked.group(1), unchecked.group(2))
+    nowhere = _NULL_KNOWN_HOSTS.search(ssh_args or '')
+    if nowhere:
+        return 'its SSH options say %s=/dev/null' % nowhere.group(1)
+    return None

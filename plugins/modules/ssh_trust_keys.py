@@ -21,6 +21,10 @@ description:
     An address more than one node has (a container bridge) is left out, as it names no single node.
   - Fails naming each node that has no user key or no host key (in check mode a user key that is not made yet is
     only listed in RV(missing)). The cost is linear in the number of hosts.
+  - Fails, before anything is written, naming each node whose keys were read over a channel that did not verify the
+    node's own host key (SSH with host key checking off, C(StrictHostKeyChecking=no) or C(accept-new), a known_hosts
+    of C(/dev/null), paramiko adding unknown keys, or a connection not known to verify anything), unless
+    O(first_enrolment) names it. Local and container connections of the controller need no host key.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
 options:
@@ -41,6 +45,13 @@ options:
     description: List each node's global addresses (C(ip -j addr show scope global)) in known_hosts too.
     type: bool
     default: true
+  first_enrolment:
+    description:
+      - Inventory names of nodes whose keys may be read over a channel that did not verify them, for a first
+        enrolment the operator vouches for. Each is named in a warning and in RV(first_enrolment).
+    type: list
+    elements: str
+    default: []
 seealso:
   - module: xuanwu.cluster.mesh_check
 '''
@@ -73,6 +84,15 @@ shared_addresses:
   returned: always
   type: list
   elements: str
+first_enrolment:
+  description: The nodes of O(first_enrolment) whose keys were indeed read over a channel that did not verify them.
+  returned: always
+  type: list
+  elements: str
+unverified:
+  description: The nodes reached over a channel that did not verify them and not named in O(first_enrolment), with why.
+  returned: failed
+  type: dict
 hosts:
   description: O(hosts).
   returned: always

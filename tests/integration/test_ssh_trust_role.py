@@ -106,3 +106,44 @@ def test_a_node_without_a_host_key_stops_the_role_naming_it(cluster):
     rc, out = run(tmp)
     assert rc != 0
     assert 'ssh_trust: cannot trust every node: node2: no host key' in ' '.join(out.split()), out[-3000:]
+
+
+def test_keys_read_over_an_unverified_channel_are_refused_unless_enrolled_by_name(cluster):
+    """node2 is reached over real SSH (a sshd with node2's host key on 127.0.0.2): with StrictHostKeyChecking=no the
+    role stops before writing anything, naming node2 and why; named in ssh_trust_first_enrolment it goes on with a
+    warning; with the controller knowing node2's key (checking on) it goes on with no warning."""
+    tmp, port = cluster
+    node2 = tmp / 'node2'
+    client = keygen(tmp / 'controller_key')
+    (tmp / 'controller_authorized').write_text(client + '\n')
+    ctl_port = free_port()
+    sshd = Sshd(node2, [node2 / 'host_key'], tmp / 'controller_authorized', address='127.0.0.2', port=ctl_port).start()
+    try:
+        inventory = yaml.safe_load((tmp / 'inventory.yml').read_text())
+        known = tmp / 'controller_known_hosts'
+        host_key = ' '.join((node2 / 'host_key.pub').read_text().split()[:2])
+
+        def over_ssh(common_args):
+            inventory['all']['children']['job']['hosts']['node2'].update(
+                ansible_connection='ssh', ansible_port=ctl_port, ansible_ssh_private_key_file=str(tmp / 'controller_key'),
+                ansible_user=os.environ.get('USER', 'root') if os.geteuid() else 'root', ansible_ssh_common_args=common_args,
+                ansible_python_interpreter='{{ ansible_playbook_python }}')
+            (tmp / 'inventory.yml').write_text(yaml.safe_dump(inventory))
+
+        over_ssh('-o StrictHostKeyChecking=no -o UserKnownHostsFile=%s -o ControlPath=none' % known)
+        rc, out = run(tmp)
+        text = ' '.join(out.split())
+        assert rc != 0 and 'will not make the nodes trust host keys read over a channel that did not verify them: ' \
+            'node2: its SSH options say StrictHostKeyChecking=no' in text, out[-3000:]
+        for name in NODES:
+            assert not (tmp / name / 'known_hosts').exists(), name
+        rc, out = run(tmp, '-e', json.dumps({'ssh_trust_first_enrolment': ['node2']}))
+        assert rc == 0, out[-3000:]
+        assert 'the host keys of node2 were read over a channel that did not verify them' in ' '.join(out.split())
+        assert host_key in (tmp / 'node1' / 'known_hosts').read_text()
+        known.write_text('[127.0.0.2]:%d %s\n' % (ctl_port, host_key))
+        over_ssh('-o StrictHostKeyChecking=yes -o UserKnownHostsFile=%s -o ControlPath=none' % known)
+        rc, out = run(tmp)
+        assert rc == 0 and 'did not verify' not in out, out[-3000:]
+    finally:
+        sshd.stop()

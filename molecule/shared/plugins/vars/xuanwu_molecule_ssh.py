@@ -46,7 +46,8 @@ class VarsModule(BaseVarsPlugin):
             entities = [entities]
         jumps = listed.get('jumps') or {}
         key = os.path.join(folder, 'id_ed25519')
-        options = '-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR'
+        # the containers' host keys, read through podman by prepare.yml: verified from the first contact
+        options = '-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o LogLevel=ERROR' % os.path.join(folder, 'known_hosts')
         for entity in entities:
             if isinstance(entity, Host) and entity.name in hosts:
                 # through another container (xuanwu_molecule_ssh_jump): the node sees that container's address, as a
