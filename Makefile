@@ -4,6 +4,7 @@
 #   make test         unit, lint, sanity, integration and molecule, side by side; prints "suites: N passed, N failed"
 #   make unit | lint | sanity | integration | molecule | bench | demo
 #   make fuzz         every parser's fuzz tests with 10,000 examples each (make unit runs 150)
+#   make docs         regenerate every generated page: docs/checks.md, profiles.md, facts.md, fault-corpus.md, the probe table
 #   make molecule     the roles in podman containers (root; docs/molecule.md); MOLECULE_SCENARIOS=chrony
 
 SHELL := /bin/bash
@@ -17,7 +18,7 @@ STAMP     := $(VENV)/.requirements.sha256
 PYTEST_ARGS ?= -q
 SUITES    := unit lint sanity integration molecule
 
-.PHONY: help setup test unit fuzz lint sanity integration molecule bench demo demo-bundles clean
+.PHONY: help setup test unit fuzz docs lint sanity integration molecule bench demo demo-bundles clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -38,6 +39,12 @@ FUZZ_TESTS := $(wildcard tests/unit/plugins/module_utils/test_fuzz_*.py)
 
 fuzz: $(STAMP)
 	XUANWU_HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/python -m pytest $(PYTEST_ARGS) --hypothesis-show-statistics $(FUZZ_TESTS)
+
+# The generated pages (scripts/docs.py, one function per page): docs/checks.md, docs/profiles.md, the probe table of
+# docs/capture-format.md, docs/fault-corpus.md and docs/facts.md. The unit tests compare each page with what the same
+# functions return, and fail until this has run.
+docs: $(STAMP)
+	$(VENV)/bin/python scripts/docs.py
 
 lint: $(STAMP)
 	bash scripts/lint.sh

@@ -1,10 +1,9 @@
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Render docs/fault-corpus.md from tests/fixtures/corpus/corpus.yml.
+"""Render docs/fault-corpus.md from tests/fixtures/corpus/corpus.yml (``render``; ``make docs`` writes the page,
+scripts/docs.py, and tests/unit/test_fault_corpus.py checks that the committed page is current).
 
-    python3 scripts/fault_table.py > docs/fault-corpus.md
-
-tests/unit/test_fault_corpus.py checks that the committed page is current.
+    python3 scripts/fault_table.py     # the page on standard output
 """
 from __future__ import print_function
 
@@ -28,7 +27,7 @@ listed (every `fail` and `warn`); each healthy base (`h200x4-healthy`, `mi300x8-
 bundle with `python3 scripts/make_bundles.py fault ID DIR` and replay it with
 `xuanwu_replay_dir: DIR`.
 
-This page is generated: `python3 scripts/fault_table.py > docs/fault-corpus.md`.
+This page is generated from `tests/fixtures/corpus/corpus.yml`: run `make docs` after changing it.
 
 | # | fault | what was changed | expected findings (check → component, severity) |
 |---|---|---|---|

@@ -28,25 +28,30 @@ DEMO_DIR = os.path.join(ROOT, 'inventories', 'demo-bundles')
 TRAILER = re.compile(r'\n?exit=(\d+)\n?\Z')
 
 
-def _import_probe():
-    """Import the collection's probe engine from this checkout, wherever it lies."""
+def import_probe():
+    """Import the collection's probe engine from this checkout, wherever it lies, through a link of its own: one
+    per checkout, so that two checkouts used at once never swap each other's link."""
+    import hashlib
     import tempfile
-    base = os.path.join(tempfile.gettempdir(), 'xuanwu-cluster-bundles-%d' % os.getuid())
+    base = os.path.join(tempfile.gettempdir(), 'xuanwu-cluster-bundles-%d-%s' % (
+        os.getuid(), hashlib.sha256(ROOT.encode('utf-8')).hexdigest()[:12]))
     link = os.path.join(base, 'ansible_collections', 'xuanwu', 'cluster')
     if not os.path.isdir(os.path.dirname(link)):
-        os.makedirs(os.path.dirname(link))
-    if os.path.islink(link) and os.readlink(link) != ROOT:
-        os.unlink(link)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
     if not os.path.lexists(link):
-        os.symlink(ROOT, link)
-    sys.path.insert(0, base)
+        try:
+            os.symlink(ROOT, link)
+        except FileExistsError:     # another run of this checkout made it
+            pass
+    if base not in sys.path:
+        sys.path.insert(0, base)
     from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
     return _probe
 
 
 def default_command(key):
     """The command line the live probe runs for ``key`` (what a real capture would record)."""
-    probe_mod = _import_probe()
+    probe_mod = import_probe()
     probes = probe_mod.base_probes() + probe_mod.amd_probes()
     if ':' in key:
         probes = probe_mod.interface_probes(key.split(':', 1)[1])

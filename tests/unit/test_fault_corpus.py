@@ -14,6 +14,7 @@ import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _judge, _probe, _profile
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
+from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
@@ -101,11 +102,7 @@ def test_demo_bundles_are_generated_from_the_corpus(tmp_path):
 
 
 def test_fault_table_is_current():
-    spec = importlib.util.spec_from_file_location('fault_table', os.path.join(ROOT, 'scripts', 'fault_table.py'))
-    fault_table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fault_table)
-    with open(os.path.join(ROOT, 'docs', 'fault-corpus.md')) as handle:
-        assert handle.read() == fault_table.render(CORPUS), 'run: python3 scripts/fault_table.py > docs/fault-corpus.md'
+    assert_current('docs/fault-corpus.md')
 
 
 def _replay_fault(tmp_path, fault_id):

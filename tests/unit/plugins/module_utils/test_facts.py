@@ -10,6 +10,7 @@ import os
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _probe
+from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
@@ -165,6 +166,4 @@ def test_end_facts_have_their_own_schema(tmp_path):
 
 
 def test_docs_facts_md_is_generated():
-    with open(os.path.join(ROOT, 'docs', 'facts.md')) as handle:
-        committed = handle.read()
-    assert committed == _facts.facts_markdown(), 'docs/facts.md is stale: regenerate it with _facts.facts_markdown()'
+    assert_current('docs/facts.md')

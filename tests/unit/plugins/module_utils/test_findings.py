@@ -11,6 +11,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import (
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
+from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 BASE = {'schema_version': 1, 'name': 't'}
@@ -177,8 +178,8 @@ def test_a_finding_of_a_stage_is_listed_even_without_its_run():
 
 
 def test_docs_checks_md_lists_every_check_once():
+    assert_current('docs/checks.md')
     with open(os.path.join(ROOT, 'docs', 'checks.md')) as handle:
         text = handle.read()
-    assert text == _catalogue.checks_markdown()
     rows = re.findall(r'^\| `([a-z0-9_.]+)` \|', text, re.M)
     assert sorted(rows) == sorted(_catalogue.CATALOGUE)

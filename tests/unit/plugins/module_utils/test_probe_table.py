@@ -1,19 +1,12 @@
 """The probe table is data: each probe declares the profile sections it feeds, and docs/capture-format.md's
 probe table is generated from it."""
-import os
-import re
-
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _judge, _probe, _profile
-
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current, docs
 
 
 def test_docs_probe_table_is_generated():
-    with open(os.path.join(ROOT, 'docs', 'capture-format.md')) as handle:
-        text = handle.read()
-    block = re.search(r'probes_markdown\); do not edit by hand\. -->\n(.*?)<!-- end of the generated probe table -->', text, re.S)
-    assert block, 'docs/capture-format.md lost its generated probe table'
-    assert block.group(1) == _probe.probes_markdown(), 'regenerate the table with _probe.probes_markdown()'
+    assert '| `nvidia_query_gpu` | gpu |' in docs.read('docs/capture-format.md'), 'docs/capture-format.md lost its probe table'
+    assert_current('docs/capture-format.md')
 
 
 def test_every_probe_feeds_known_profile_sections():
