@@ -11,30 +11,26 @@ page with what these same functions return (tests/unit/generated_docs.py), so a 
 """
 from __future__ import print_function
 
-import importlib.util
 import os
 import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# The scripts of this folder and the xuanwu package of this checkout (the collection's code, imported by its name
+# ansible_collections.xuanwu.cluster: xuanwu.collection), by their names.
+if os.path.join(ROOT, 'src') not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, 'src'))
+if HERE not in sys.path:
+    sys.path.append(HERE)
 
-
-def _script(name):
-    """A script of this folder, as a module."""
-    spec = importlib.util.spec_from_file_location('xuanwu_docs_' + name, os.path.join(HERE, name + '.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_bundles = _script('make_bundles')
-fault_table = _script('fault_table')
-make_bundles.import_probe()     # the collection of this checkout, importable
+import fault_table  # noqa: E402  pylint: disable=wrong-import-position
+import make_bundles  # noqa: E402  pylint: disable=wrong-import-position
+from xuanwu.collection import import_module  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _module_utils(name):
-    return importlib.import_module('ansible_collections.xuanwu.cluster.plugins.module_utils.' + name)
+    return import_module('plugins.module_utils.' + name)
 
 
 PROBE_TABLE = re.compile(r'(probes_markdown\); do not edit by hand\. -->\n)(.*?)(<!-- end of the generated probe table -->)', re.S)
