@@ -47,7 +47,8 @@ class ActionModule(ActionBase):
             summary=summary,
             failing=failing,
             # xuanwu_workloads starts empty: facts may come back from a fact cache of an earlier run.
-            ansible_facts={'xuanwu_findings': findings, 'xuanwu_status': summary['status'], 'xuanwu_workloads': [],
-                           'xuanwu_node': _node.summary(facts, profile, task_vars.get('xuanwu_profile_path'), args['fail_on'])},
+            ansible_facts={'xuanwu_workloads': [],
+                           'xuanwu_node': _node.summary(facts, profile, task_vars.get('xuanwu_profile_path'), args['fail_on'],
+                                                        host=host, findings=findings, status=summary['status'])},
         )
         return result

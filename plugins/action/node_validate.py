@@ -129,11 +129,12 @@ class ActionModule(ActionBase):
             profile_path=path,
             # every fact is set on every run: a fact cache may hold those of an earlier one
             ansible_facts={'xuanwu_facts': facts or {}, 'xuanwu_profile_resolved': profile, 'xuanwu_profile_path': path,
-                           'xuanwu_findings': findings, 'xuanwu_status': status if not error else None, 'xuanwu_workloads': [],
-                           # what the whole-run steps read of this host (host_compare, the report): a few values
+                           'xuanwu_workloads': [],
+                           # the host's one result (status, findings, error, verdict, flags, comparison values): what the
+                           # whole-run steps, the report and the gate read of it
                            'xuanwu_node': _node.summary(facts if not error else None, profile, path, args['fail_on'], flags,
-                                                        compare=switches['consistency']),
-                           'node_health_probe_error': error},
+                                                        compare=switches['consistency'], host=host, findings=findings,
+                                                        status=status, error=error or None)},
         )
         if error:
             result['msg'] = '%s was not validated: %s' % (host, error)

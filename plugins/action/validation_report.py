@@ -23,8 +23,7 @@ FILE_MODE = 0o640
 # the inventory variables whose values reach the workloads' environments
 ENV_VARIABLES = ('xuanwu_nccl_env', 'xuanwu_torch_env')
 # what the report reads of each host, as stored (facts are data: never templated again)
-RESULT_VARIABLES = ('xuanwu_status', 'xuanwu_findings', 'xuanwu_facts', 'xuanwu_profile_resolved', 'xuanwu_profile_path',
-                    'node_health_probe_error', 'xuanwu_workloads', 'xuanwu_node')
+RESULT_VARIABLES = ('xuanwu_facts', 'xuanwu_profile_resolved', 'xuanwu_profile_path', 'xuanwu_workloads', 'xuanwu_node')
 
 
 def _write_private(path, text):
@@ -83,14 +82,15 @@ class ActionModule(ActionBase):
             try:
                 hv = self._host_results(hostvars, host)
                 secrets.extend(_secrets_of(hv))
-                status = hv.get('xuanwu_status')
-                findings = list(hv.get('xuanwu_findings') or [])
+                node = hv.get('xuanwu_node') if isinstance(hv.get('xuanwu_node'), dict) else {}
+                status = node.get('status')
+                findings = list(node.get('findings') or [])
                 facts = hv.get('xuanwu_facts')
                 profile = hv.get('xuanwu_profile_resolved') or {}
                 path = hv.get('xuanwu_profile_path')
-                probe_error = hv.get('node_health_probe_error')
+                probe_error = node.get('error')
                 workloads = hv.get('xuanwu_workloads')
-                fail_on[host] = (hv.get('xuanwu_node') or {}).get('fail_on') or 'fail'
+                fail_on[host] = node.get('fail_on') or 'fail'
             except Exception as err:  # pylint: disable=broad-except
                 status, findings, facts, profile, path, probe_error, workloads = None, [], None, {}, None, None, None
                 self._display.warning('cannot read the results of %s: %s' % (host, err))
@@ -98,7 +98,7 @@ class ActionModule(ActionBase):
             if name:
                 profiles[name] = path
                 resolved.setdefault(name, profile)
-            if status is None or probe_error:
+            if status in (None, 'error') or probe_error:
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
             else:
@@ -221,9 +221,9 @@ def _gate(report, fail_on):
             checks[host] = ['probe']
             continue
         level = fail_on.get(host) if fail_on.get(host) in ('fail', 'warn') else 'fail'
-        failing = [f for f in entry['findings'] if _findings.is_failing(f, level)]
-        if failing:
+        message = _findings.verdict(host, entry['findings'], level)
+        if message:
             gate.append(host)
-            checks[host] = sorted(set(f['check'] for f in failing))
-            verdicts[host] = '%s FAILED %d check(s): %s' % (host, len(checks[host]), ' '.join(_findings.grouped_text(failing)))
+            checks[host] = sorted(set(f['check'] for f in entry['findings'] if _findings.is_failing(f, level)))
+            verdicts[host] = message
     return gate, verdicts, checks

@@ -11,6 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings, _judge, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
 
 
 class ActionModule(ActionBase):
@@ -86,7 +87,7 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=str(err))
                 return result
             findings = sorted(findings + sampled, key=_findings.sort_key)
-        merged, merged_summary = _findings.merged(self._templar.template(task_vars.get('xuanwu_findings')), findings)
+        node = _node.with_findings(self._templar.template(task_vars.get('xuanwu_node')), host, findings)
         if kind == 'not_measured':
             summary['not_measured'] = run['reason']
         elif _workloads.not_applicable(kind, run):
@@ -111,7 +112,6 @@ class ActionModule(ActionBase):
             summary['debug_command'] = debug.get('command')
             summary['debug_log_tail'] = debug.get('output_tail')
         workloads = list(self._templar.template(task_vars.get('xuanwu_workloads')) or []) + [summary]
-        status = merged_summary['status']
-        result.update(changed=False, findings=findings, status=status, summary=summary,
-                      ansible_facts={'xuanwu_findings': merged, 'xuanwu_status': status, 'xuanwu_workloads': workloads})
+        result.update(changed=False, findings=findings, status=node['status'], summary=summary,
+                      ansible_facts={'xuanwu_node': node, 'xuanwu_workloads': workloads})
         return result

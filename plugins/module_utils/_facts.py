@@ -725,17 +725,16 @@ as growth.
 SET_AROUND = (
     ('`xuanwu_profile_resolved`, `xuanwu_profile_path`',
      "the host's profile, overrides applied, and its file"),
-    ('`xuanwu_findings`, `xuanwu_status`',
-     "the node checks' findings and `pass`/`warn`/`fail` (later stages add theirs); `null` when the node could not be probed"),
     ('`xuanwu_workloads`',
      'empty; the stages append their runs'),
-    ('`node_health_probe_error`',
-     'why the node could not be probed (unreachable, the probe failed), else empty'),
     ('`xuanwu_node`',
-     'what the whole-run steps read of the host, a few values whatever the size of its facts: `compare` (profile file, '
-     'its `checks` overrides and the four values the hosts are compared on: driver, NCCL, CUDA toolkit, kernel; `null` '
-     'leaves the host out of the comparison), `flags` (the stages the host takes part in: `stages`, `on_failed`, '
-     '`multinode`, `recheck`) and `fail_on`'),
+     "the host's one result, small whatever the size of its facts, read by the later steps, the report and the gate: "
+     '`status` (`pass`/`warn`/`fail`, `error` when the node could not be probed), `findings` (the node checks\' and the '
+     'stages\' that follow), `error` (why the node could not be probed: unreachable, the probe failed; else `null`), '
+     "`verdict` (the gate's message, empty when the host passes), `fail_on`, `flags` (the stages the host takes part "
+     'in: `stages`, `on_failed`, `multinode`, `recheck`) and `compare` (profile file, its `checks` overrides and the '
+     'four values the hosts are compared on: driver, NCCL, CUDA toolkit, kernel; `null` leaves the host out of the '
+     'comparison)'),
 )
 
 TRAILER = '''## `ib_write_bw` between two nodes (isolation)

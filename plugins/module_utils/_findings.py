@@ -182,6 +182,19 @@ def merged(findings, added):
     return out, summarise(out)
 
 
+def verdict(host, findings, fail_on='fail', error=None):
+    """The gate's message for one host: why it fails (``error``: it was not validated; else its findings at or above
+    ``fail_on``, one line per check, root cause first, each remediation once), ``''`` when it passes. The one
+    definition of a failing host, for the report's gate and a host's own result alike."""
+    if error:
+        return '%s was not validated: %s' % (host, error)
+    level = fail_on if fail_on in (FAIL, WARN) else FAIL
+    failing = [f for f in findings or [] if isinstance(f, dict) and is_failing(f, level)]
+    if not failing:
+        return ''
+    return '%s FAILED %d check(s): %s' % (host, len(set(f.get('check') for f in failing)), ' '.join(grouped_text(failing)))
+
+
 def _override_for(check, table):
     if check in table:
         return table[check]

@@ -18,9 +18,10 @@ description:
     (from M(xuanwu.cluster.node_profile)) and returns findings. Each finding names the host, the check id, the
     component (C(gpu2), C(gpu1<->gpu2), C(mlx5_3/1), C(eth0), ...), the severity (C(fail), C(warn), C(info)),
     the measured and expected values and what to do. The checks are listed in C(docs/checks.md).
-  - Sets C(xuanwu_node), with the few values M(xuanwu.cluster.host_compare) compares between the hosts of a run (driver,
-    NCCL, CUDA toolkit and kernel versions); that comparison runs once per run, never here.
-  - The task itself does not fail on findings; it sets C(xuanwu_findings) and C(xuanwu_status).
+  - Sets the host's one result C(xuanwu_node) - C(status), C(findings), C(verdict) (the gate's message) and the few values
+    M(xuanwu.cluster.host_compare) compares between the hosts of a run (driver, NCCL, CUDA toolkit and kernel versions);
+    that comparison runs once per run, never here.
+  - The task itself does not fail on findings.
 extends_documentation_fragment:
   - xuanwu.cluster.attributes
   - xuanwu.cluster.verdict

@@ -18,8 +18,8 @@ description:
   - Resolves the host's profile on the controller (O(profile), O(overrides), O(profile_dirs)), runs
     M(xuanwu.cluster.node_probe) on the node once (the probe groups of O(gather), the profile's disks and job process
     patterns added), and judges the facts on the controller like M(xuanwu.cluster.node_check).
-  - A node that cannot be reached or probed is not failed here; the reason is kept in C(node_health_probe_error) so that
-    the report covers every host, and the gate fails the host afterwards.
+  - A node that cannot be reached or probed is not failed here; its C(xuanwu_node.status) is C(error) with the reason in
+    C(xuanwu_node.error), so that the report covers every host, and the gate fails the host afterwards.
   - Records in C(xuanwu_node.flags) the stages the host takes part in (a per-node stage of O(stages) is on and the host
     is fit, or C(on_failed_hosts); C(multinode) and the host is fit; its InfiniBand counters are to be read again after
     a load). M(xuanwu.cluster.host_compare) makes the host list of each later play of C(validate.yml) from them once per
@@ -125,9 +125,9 @@ profile_path:
   type: str
 ansible_facts:
   description:
-    - C(xuanwu_facts), C(xuanwu_profile_resolved), C(xuanwu_profile_path), C(xuanwu_findings), C(xuanwu_status),
-      C(xuanwu_workloads) (empty), C(xuanwu_node) (what the whole-run steps read - C(docs/facts.md)) and
-      C(node_health_probe_error) (empty when the node was probed).
+    - C(xuanwu_facts), C(xuanwu_profile_resolved), C(xuanwu_profile_path), C(xuanwu_workloads) (empty) and the host's one
+      result C(xuanwu_node) - C(status) (C(error) when the node was not probed, the reason in C(error)), C(findings),
+      C(verdict) (the gate's message, empty when the host passes), C(flags), C(compare), C(fail_on) (C(docs/facts.md)).
   returned: always
   type: dict
 '''

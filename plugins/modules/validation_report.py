@@ -14,7 +14,7 @@ short_description: Write a validation run's report as JSON, JUnit XML, Markdown 
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin).
-  - Reads C(xuanwu_status), C(xuanwu_findings), C(xuanwu_facts) and the profile of every host in O(hosts) as the
+  - Reads C(xuanwu_node) (status, findings, error), C(xuanwu_facts) and the profile of every host in O(hosts) as the
     facts hold them (once per host, never templated again), adds the C(consistency.*) findings of
     M(xuanwu.cluster.host_compare) (C(xuanwu_group_findings) of the controller) and writes
     C(report.json) (schema in C(docs/report-format.md)), C(junit.xml) (one testcase per host and check),
@@ -25,7 +25,8 @@ description:
     C(xuanwu_nccl_env) and C(xuanwu_torch_env) (see C(xuanwu_redact_env_keys)) and the passwords of URLs are masked
     (C(***)) in every file, also where a tool printed them (the node checks' facts and findings are masked where they
     are made, M(xuanwu.cluster.node_validate); the environments of the hosts where a stage ran are read here).
-  - A host without C(xuanwu_status) (unreachable, or failed before its checks) is reported with status C(error).
+  - A host without C(xuanwu_node), or whose C(xuanwu_node.status) is C(error) (unreachable, or failed before its checks),
+    is reported with status C(error).
   - The report is written in check mode too, because it is the record of the run, kept on the controller.
   - Once per run, the profiles' C(fleet) and C(history) settings judge every host's nccl-tests figures against the
     healthy hosts of its profile and against its own earlier runs (C(docs/fleet-history.md)).

@@ -27,7 +27,8 @@ description:
   - A run whose bus bandwidth has no curve in the profile is kept in the report as not judged (C(not_judged) in its
     summary), never as a silent pass.
   - A run that timed out, crashed or printed nothing parsable is a finding quoting what was read.
-  - Appends the findings to C(xuanwu_findings), recomputes C(xuanwu_status) and adds the run's figures to C(xuanwu_workloads)
+  - Adds the findings to the host's result C(xuanwu_node) (its status and verdict computed again) and the run's figures to
+    C(xuanwu_workloads)
     (they appear in the report).
   - When O(run) holds C(dmon) (M(xuanwu.cluster.workload_run) sampled C(nvidia-smi dmon) beside the workload), the samples
     are judged against the profile's C(monitoring) bounds (C(dmon.sustained_clock), C(dmon.temperature),

@@ -45,18 +45,37 @@ def _dig(facts, key):
     return value
 
 
-def summary(facts, profile, path, fail_on='fail', flags=(), compare=True):
-    """What the whole-run steps need of one host (the fact ``xuanwu_node``), small whatever the size of its facts.
+def summary(facts, profile, path, fail_on='fail', flags=(), compare=True, host=None, findings=(), status=None, error=None):
+    """The host's one result fact, ``xuanwu_node``: what the later steps, the report and the gate read of it, small
+    whatever the size of its facts.
 
-    ``compare``: the values the comparison between hosts reads (None leaves the host out of it); ``flags``:
-    the stages switched on for the host (``stages``, ``on_failed``, ``multinode``, ``recheck``); ``fail_on``:
-    the lowest severity that fails the host.
+    ``status`` (pass, warn, fail; ``error`` when it was not validated), ``findings``, ``error`` (why it was not
+    validated, or None), ``verdict`` (the gate's message, ``''`` when it passes: ``_findings.verdict``), ``fail_on``
+    (the lowest severity that fails it), ``flags`` (the stages switched on for it: ``stages``, ``on_failed``,
+    ``multinode``, ``recheck``) and ``compare`` (the values the comparison between hosts reads; None leaves the host
+    out of it).
     """
     entry = None
-    if compare and facts is not None:
+    if compare and facts is not None and not error:
         entry = {'profile_path': path, 'checks': (profile or {}).get('checks'),
                  'values': dict((key, _dig(facts or {}, key)) for key in CONSISTENCY_KEYS)}
-    return {'compare': entry, 'flags': list(flags), 'fail_on': fail_on}
+    findings = list(findings or [])
+    status = 'error' if error else status or _findings.status_of(findings)
+    return {'status': status, 'findings': findings, 'error': error or None,
+            'verdict': _findings.verdict(host, findings, fail_on, error), 'compare': entry, 'flags': list(flags),
+            'fail_on': fail_on}
+
+
+def with_findings(node, host, added):
+    """``xuanwu_node`` with ``added`` findings (``_findings.merged``): status and verdict computed again, an error
+    stays an error. A host without a result yet gets one."""
+    node = dict(node) if isinstance(node, dict) else summary(None, None, None, host=host)
+    findings, merged = _findings.merged(node.get('findings'), added)
+    node['findings'] = findings
+    if node.get('status') != 'error':
+        node['status'] = merged['status']
+    node['verdict'] = _findings.verdict(host, findings, node.get('fail_on') or 'fail', node.get('error'))
+    return node
 
 
 def _nested(values):

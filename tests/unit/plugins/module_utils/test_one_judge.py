@@ -54,7 +54,7 @@ def test_the_status_of_a_host_is_computed_in_one_place():
     adders = [os.path.join(PLUGINS, 'action', 'workload_check.py'), os.path.join(PLUGINS, 'action', 'validation_report.py'),
               os.path.join(PLUGINS, 'plugin_utils', '_fleet_step.py')]
     for path in adders:
-        assert _calls(path, ('merged',)), path
+        assert _calls(path, ('merged', 'with_findings')), path
         assert not _calls(path, ('status_of',)), path
 
 
@@ -81,3 +81,21 @@ def test_merged_adds_once_and_summarises_once():
     findings, summary = _findings.merged([one], [one, two])
     assert findings == [one, two] and summary['status'] == 'fail' and summary['counts'] == {'fail': 1, 'warn': 1, 'info': 0}
     assert _findings.merged(None, None) == ([], _findings.summarise([]))
+
+
+def test_one_result_fact_carries_the_verdict_the_gate_gives():
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
+    count = _make('n1', 'gpu.count', 'gpu', '1', '2', 'count')
+    slow = [_make('n1', 'collectives.busbw_low', 'all_reduce_perf %d' % i, '1', '2', 'slow', severity='warn') for i in range(3)]
+    node = _node.summary({'software': {}}, {'checks': {}}, '/p.yml', 'fail', ['stages'], host='n1', findings=slow, status='warn')
+    assert (node['status'], node['verdict'], node['error']) == ('warn', '', None)
+    failed = _node.with_findings(node, 'n1', [count])
+    assert failed['status'] == 'fail' and failed['flags'] == ['stages'] and failed['compare'] == node['compare']
+    assert failed['verdict'] == _findings.verdict('n1', failed['findings'], 'fail') and failed['verdict'].startswith('n1 FAILED 1 check(s): [gpu.count]')
+    strict = _node.summary({}, {}, '/p.yml', 'warn', host='n1', findings=slow, status='warn')
+    assert strict['verdict'].startswith('n1 FAILED 1 check(s): [collectives.busbw_low] 3 findings:')
+    # one remediation once, whatever the number of sizes
+    assert strict['verdict'].count('Fix: ') == 1
+    down = _node.summary(None, {}, '/p.yml', host='n2', error='unreachable: no route to host')
+    assert (down['status'], down['compare'], down['verdict']) == ('error', None, 'n2 was not validated: unreachable: no route to host')
+    assert _node.with_findings(down, 'n2', [count])['status'] == 'error'
