@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of bad-node isolation by rounds of node pairs (playbooks/isolate.yml): the floors, the next
-round's plan, one pair's figures and the report. Each runs once per round on the controller, except
-isolation_measurement (once per pair, on its head node's results)."""
+"""Filters of bad-node isolation by rounds of node pairs (playbooks/isolate.yml): the floors, the checked
+settings (coverage, hosts of interest, seed), the next round's plan, one pair's figures and the report.
+Each runs once per round on the controller, except isolation_measurement (once per pair, on its head
+node's results)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -42,11 +43,16 @@ def isolation_floors(profile, max_bytes='8G'):
     return _call('isolation_floors', _isolate.floors_of, profile, max_bytes)
 
 
-def isolation_next(results, hosts, floors, seed=None):
-    def plan(results, hosts, floors, seed):
-        found = _isolate.next_round(hosts, results, floors, seed)
+def isolation_settings(hosts, seed=None, coverage='quick', hosts_of_interest=None):
+    return _call('isolation_settings', _isolate.settings, hosts, seed, coverage, hosts_of_interest)
+
+
+def isolation_next(results, hosts, floors, seed=None, coverage='quick', hosts_of_interest=None):
+    def plan(results, hosts, floors, seed, coverage, interest):
+        checked = _isolate.settings(hosts, seed, coverage, interest)
+        found = _isolate.next_round(hosts, results, floors, checked['seed'], checked['coverage'], checked['interest'])
         return _isolate.plan_for_hosts(found) if found else {'round': None, 'waves': [], 'assign': {}}
-    return _call('isolation_next', plan, results, hosts, floors, seed)
+    return _call('isolation_next', plan, results, hosts, floors, seed, coverage, hosts_of_interest)
 
 
 def isolation_measurement(nccl_run, expected_ranks, ib_run=None):
@@ -57,18 +63,20 @@ def isolation_wave_results(found, round_no, wave_no, pairs):
     return _call('isolation_wave_results', _isolate.wave_results, found, round_no, wave_no, pairs)
 
 
-def isolation_report(results, hosts, floors, meta=None):
-    def report(results, hosts, floors, meta):
+def isolation_report(results, hosts, floors, meta=None, coverage='quick', hosts_of_interest=None):
+    def report(results, hosts, floors, meta, coverage, interest):
+        checked = _isolate.settings(hosts, None, coverage, interest)
         data = dict(meta or {})
-        data.update(hosts=sorted(hosts), verdict=_isolate.verdict(hosts, results, floors))
+        data.update(hosts=sorted(hosts), verdict=_isolate.verdict(hosts, results, floors, checked['coverage'], checked['interest']))
         return {'verdict': data['verdict'], 'files': _isolation_report.render_all(data)}
-    return _call('isolation_report', report, results, hosts, floors, meta)
+    return _call('isolation_report', report, results, hosts, floors, meta, coverage, hosts_of_interest)
 
 
 class FilterModule(object):
     def filters(self):
         return {
             'isolation_floors': isolation_floors,
+            'isolation_settings': isolation_settings,
             'isolation_next': isolation_next,
             'isolation_measurement': isolation_measurement,
             'isolation_wave_results': isolation_wave_results,

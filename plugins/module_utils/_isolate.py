@@ -13,6 +13,15 @@ failed round 2 against another reference. The verdict names:
 * inconclusive cases: a suspect with one slow and one good reference, a suspect whose runs all
   failed without a figure, or suspects that had no reference at all (every pair of round 1 failed).
 
+That is the ``quick`` coverage: it tests N/2 of the N(N-1)/2 links (plus the suspects' pairs), so a
+bad link outside round 1's pairs goes unseen; the verdict says how many links it tested and calls the
+hosts whose links were partly tested ``pass_partial``, never ``pass``. The ``full`` coverage tests
+every link exactly once (round-robin by the circle method: N-1 waves of N/2 disjoint pairs for even
+N, N waves with one host sitting out each for odd N, all in one round); the ``targeted`` coverage
+tests every link between the hosts of interest (the same schedule) and each of them against two
+other hosts (references). Both are judged on the matrix of tested links: a bad node fails with most
+of its partners, a bad link is one failing pair whose two members pass with their other partners.
+
 A pair result is a dict: ``{'round': R, 'wave': W, 'pair': [a, b], 'busbw_gbps': number or None,
 'ib_write_bw_gbps': number or None, 'error': text or None}``. ``floors`` is
 ``{'busbw_gbps': number, 'ib_write_bw_gbps': number or None}``: a measurement whose floor is None
@@ -38,6 +47,8 @@ MEASUREMENTS = (
     ('ib_write_bw_gbps', 'ib_write_bw bandwidth', 'Gb/s'),
 )
 MAX_ROUNDS = 3
+COVERAGES = ('quick', 'full', 'targeted')
+REFERENCES_PER_HOST = 2   # targeted coverage: each host of interest against this many other hosts
 
 
 class IsolationError(ValueError):
@@ -56,13 +67,83 @@ def _hosts(hosts):
 def round1(hosts, seed=None):
     """Waves of round 1: disjoint pairs of the (sorted, optionally shuffled) hosts in wave 1; an odd
     host out is tested in a wave 2 against the first host of wave 1 (the other hosts idle)."""
-    order = _hosts(hosts)
-    if seed is not None:
-        random.Random(seed).shuffle(order)
+    order = _order(hosts, seed)
     pairs = [sorted(order[i:i + 2]) for i in range(0, len(order) - 1, 2)]
     waves = [pairs] if pairs else []
     if len(order) % 2 and pairs:
         waves.append([sorted([order[0], order[-1]])])
+    return waves
+
+
+def _names_of(value, what):
+    """A list of host names from a list or a comma-separated text (as ``-e name=a,b`` gives it)."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(',') if v.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(h, str) and h.strip() for h in value):
+        raise IsolationError('%s must be a list of host names (or a comma-separated text), got %r' % (what, value))
+    return sorted(set(h.strip() for h in value))
+
+
+def settings(hosts, seed=None, coverage=None, interest=None):
+    """The checked options of an isolation run: ``{'seed', 'coverage', 'interest'}``. Raises
+    IsolationError naming the variable (xuanwu_isolation_seed, xuanwu_isolation_coverage,
+    xuanwu_isolation_hosts_of_interest) of a value of the wrong type or out of range."""
+    names = _hosts(hosts)
+    if seed is not None and not isinstance(seed, bool) and isinstance(seed, str) and seed.strip().lstrip('-').isdigit():
+        seed = int(seed)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise IsolationError('xuanwu_isolation_seed must be an integer (or unset), got %r' % (seed,))
+    coverage = 'quick' if coverage in (None, '') else coverage
+    if not isinstance(coverage, str) or coverage not in COVERAGES:
+        raise IsolationError('xuanwu_isolation_coverage must be one of %s, got %r' % (', '.join(COVERAGES), coverage))
+    interest = _names_of([] if interest is None else interest, 'xuanwu_isolation_hosts_of_interest')
+    if coverage == 'targeted':
+        if not interest:
+            raise IsolationError('xuanwu_isolation_coverage targeted needs xuanwu_isolation_hosts_of_interest: the hosts of the slow job')
+        unknown = [h for h in interest if h not in names]
+        if unknown:
+            raise IsolationError('xuanwu_isolation_hosts_of_interest names host(s) that are not isolated here: %s' % ', '.join(unknown))
+    elif interest:
+        raise IsolationError('xuanwu_isolation_hosts_of_interest is given while xuanwu_isolation_coverage is %s: set it to targeted' % coverage)
+    return {'seed': seed, 'coverage': coverage, 'interest': interest}
+
+
+def _order(hosts, seed):
+    order = _hosts(hosts)
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    return order
+
+
+def round_robin(hosts):
+    """The circle method over ``hosts`` in the order given: a list of waves of disjoint pairs (sorted
+    names) in which every pair of hosts appears exactly once - N-1 waves of N/2 pairs for even N; for
+    odd N, N waves of (N-1)/2 pairs, one host sitting out each."""
+    slots = list(hosts) + ([None] if len(hosts) % 2 else [])
+    waves = []
+    for _number in range(len(slots) - 1):
+        half = len(slots) // 2
+        pairs = [sorted([slots[i], slots[-1 - i]]) for i in range(half) if slots[i] is not None and slots[-1 - i] is not None]
+        if pairs:
+            waves.append(pairs)
+        slots = [slots[0], slots[-1]] + slots[1:-1]
+    return waves
+
+
+def targeted_waves(hosts, interest, seed=None):
+    """Every link between the hosts of interest (round-robin), then each of them against
+    REFERENCES_PER_HOST other hosts, distinct within a wave."""
+    order = _order(hosts, seed)
+    chosen = [h for h in order if h in set(interest)]
+    others = [h for h in order if h not in set(interest)]
+    waves = round_robin(chosen)
+    avoid = dict((h, set()) for h in chosen)
+    for _number in range(min(REFERENCES_PER_HOST, len(others))):
+        more = _assign(chosen, others, avoid)
+        for pair in (p for wave in more for p in wave):
+            host, reference = pair if pair[0] in avoid else pair[::-1]
+            avoid[host].add(reference)
+        waves += more
     return waves
 
 
@@ -128,14 +209,20 @@ def _state(hosts, results, floors):
     return names, sorted(suspects), references, later
 
 
-def next_round(hosts, results, floors, seed=None):
+def next_round(hosts, results, floors, seed=None, coverage='quick', interest=None):
     """The next round to run, ``{'round': N, 'waves': [[[a, b], ...], ...]}``, or None when the
-    results so far decide every host (or nothing more can be learnt)."""
+    results so far decide every host (or nothing more can be learnt). The ``full`` and ``targeted``
+    coverages plan everything in round 1 (no later round)."""
     done = max([r.get('round', 0) for r in results] or [0])
     if done == 0:
-        waves = round1(hosts, seed)
+        if coverage == 'full':
+            waves = round_robin(_order(hosts, seed))
+        elif coverage == 'targeted':
+            waves = targeted_waves(hosts, interest or [], seed)
+        else:
+            waves = round1(hosts, seed)
         return {'round': 1, 'waves': waves} if waves else None
-    if done >= MAX_ROUNDS:
+    if coverage != 'quick' or done >= MAX_ROUNDS:
         return None
     _names, suspects, references, later = _state(hosts, results, floors)
     if not suspects or not references:
@@ -161,9 +248,21 @@ def _evidence(result, floors):
     return entry
 
 
-def verdict(hosts, results, floors):
-    """The answer: bad nodes, bad links, inconclusive cases and passed hosts, each with its evidence."""
-    names, suspects, references, later = _state(hosts, results, floors)
+def _some(names, most=8):
+    """'a, b, c' or 'a, b, ... (12 more)'."""
+    names = list(names)
+    text = ', '.join(names[:most])
+    return text + (', ... (%d more)' % (len(names) - most) if len(names) > most else '')
+
+
+def _link_reason(a, b, state, why):
+    what = 'under the floor' if state == 'slow' else 'gave no figure'
+    return '%s with %s %s while %s: the link between them, not either node' % (a, b, what, why)
+
+
+def _quick(names, results, floors):
+    """Bad nodes, bad links and inconclusive cases of the quick coverage (rounds 1-3)."""
+    _names, suspects, references, later = _state(names, results, floors)
     involving = {}
     for result in results:
         for host in result['pair']:
@@ -197,25 +296,134 @@ def verdict(hosts, results, floors):
         if state == 'pass' or any(h in flagged for h in result['pair']):
             continue
         a, b = result['pair']
-        links.append({'pair': [a, b], 'outcome': state,
-                      'reason': '%s with %s under the floor while both passed against reference nodes' % (a, b)
-                      if state == 'slow' else 'the run of %s with %s gave no figure while both passed against reference nodes' % (a, b),
+        links.append({'pair': [a, b], 'outcome': state, 'reason': _link_reason(a, b, state, 'both passed against reference nodes'),
                       'evidence': [_evidence(result, floors)] + [_evidence(later[h][2][2], floors) for h in (a, b)]})
-    status = dict((h, 'pass') for h in names)
+    return bad, links, unsure
+
+
+def _matrix(names, results, floors):
+    """Bad nodes, bad links and inconclusive cases judged on the matrix of tested links (full and
+    targeted coverage): a host failing with two or more partners and with more than half of those not
+    already explained by a bad node is a bad node (the worst first); a failing link that no bad node
+    explains is a bad link when both of its members passed with another partner, else its members
+    without such a pass are inconclusive."""
+    last = {}
+    for result in results:
+        last[tuple(sorted(result['pair']))] = result
+    partners = dict((h, {}) for h in names)
+    for (a, b), result in sorted(last.items()):
+        state = outcome(result, floors)
+        partners.setdefault(a, {})[b] = (state, result)
+        partners.setdefault(b, {})[a] = (state, result)
+    declared = []
+    while True:
+        worst = []
+        for host in names:
+            others = [p for p in partners[host] if p not in declared]
+            failed = [p for p in others if partners[host][p][0] != 'pass']
+            if host not in declared and len(failed) >= 2 and 2 * len(failed) > len(others):
+                worst.append((-len(failed) / len(others), -len(failed), host))
+        if not worst:
+            break
+        declared.append(min(worst)[2])
+    bad, unsure = [], []
+    for host in sorted(declared):
+        seen = partners[host]
+        failed = sorted(p for p in seen if seen[p][0] != 'pass')
+        passed = sorted(p for p in seen if seen[p][0] == 'pass')
+        entry = {'host': host, 'failed_with': failed, 'passed_with': passed,
+                 'evidence': [_evidence(seen[p][1], floors) for p in sorted(seen)]}
+        if all(seen[p][0] == 'not_measured' for p in failed):
+            unsure.append(dict(entry, reason='no figure from its pairs with %s: the runs failed (see the errors)' % _some(failed)))
+        else:
+            bad.append(dict(entry, reason='failed with %d of its %d tested partners (%s)%s: the node, not one link' % (
+                len(failed), len(seen), _some(failed), '; passed with %s' % _some(passed) if passed else '')))
+    links, doubtful = [], {}
+    for (a, b), result in sorted(last.items()):
+        state = outcome(result, floors)
+        if state == 'pass' or a in declared or b in declared:
+            continue
+        good = dict((h, sorted(p for p in partners[h] if p not in (a, b) and p not in declared and partners[h][p][0] == 'pass'))
+                    for h in (a, b))
+        if good[a] and good[b]:
+            why = '%s passed with %d other partner(s) (%s) and %s with %d (%s)' % (
+                a, len(good[a]), _some(good[a], 3), b, len(good[b]), _some(good[b], 3))
+            links.append({'pair': [a, b], 'outcome': state, 'reason': _link_reason(a, b, state, why),
+                          'evidence': [_evidence(result, floors)] + [_evidence(partners[h][good[h][0]][1], floors) for h in (a, b)]})
+            continue
+        for host in (a, b):
+            if not good[host]:
+                doubtful.setdefault(host, []).append([b if host == a else a, result])
+    for host, failures in sorted(doubtful.items()):
+        unsure.append({'host': host, 'evidence': [_evidence(r, floors) for _p, r in failures],
+                       'reason': 'failed with %s and passed with no other host tested with it: a bad node or bad link(s), untold '
+                                 '(test it against more hosts)' % _some(p for p, _r in failures)})
+    count = {}
+    for link in links:
+        for host in link['pair']:
+            count[host] = count.get(host, 0) + 1
+    for link in links:
+        shared = [h for h in link['pair'] if count[h] > 1]
+        if shared:
+            link['reason'] += '; %s in %s bad links: its port, cable or leaf is their likely common part' % (
+                ' and '.join(shared), ' and '.join(str(count[h]) for h in shared))
+    return bad, links, unsure
+
+
+def _answer(coverage, bad, links, unsure):
+    cov = '%d of %d links tested (coverage %s)' % (
+        coverage['links_tested'], coverage['links_total'], 'full' if coverage['complete'] else 'partial')
+    if not coverage['complete']:
+        cov += '; xuanwu_isolation_coverage=full tests every link'
+    if bad or links or unsure:
+        return '%d bad node(s), %d bad link(s), %d inconclusive host(s); %s' % (len(bad), len(links), len(unsure), cov)
+    if not coverage['links_tested']:
+        return 'nothing tested: no pair of hosts ran'
+    if coverage['complete']:
+        return 'every host passed; %s' % cov
+    return 'no bad node found among the tested pairs; %s' % cov
+
+
+def verdict(hosts, results, floors, coverage='quick', interest=None):
+    """The answer: bad nodes, bad links, inconclusive cases and passed hosts, each with its evidence,
+    and the coverage: which links were tested, of the N(N-1)/2. A host is ``pass`` only when every one
+    of its links was tested; ``pass_partial`` when no fault was found among the links tested, some
+    untested; ``not_tested`` when none was."""
+    names = _hosts(hosts)
+    bad, links, unsure = (_quick if coverage == 'quick' else _matrix)(names, results, floors)
+    tested = sorted(set(tuple(sorted(r['pair'])) for r in results))
+    per_host = dict((h, 0) for h in names)
+    for pair in tested:
+        for host in pair:
+            per_host[host] = per_host.get(host, 0) + 1
+    status = dict((h, 'pass' if per_host[h] == len(names) - 1 else 'pass_partial' if per_host[h] else 'not_tested') for h in names)
     for link in links:
         for host in link['pair']:
             status[host] = 'bad_link'
     status.update((u['host'], 'inconclusive') for u in unsure)
     status.update((b['host'], 'bad_node') for b in bad)
+    total = len(names) * (len(names) - 1) // 2
+    covered = {
+        'mode': coverage, 'links_tested': len(tested), 'links_total': total, 'complete': len(tested) == total and total > 0,
+        'links_per_host': max(0, len(names) - 1), 'links_of_host': per_host, 'tested': [list(p) for p in tested],
+    }
+    if coverage == 'targeted':
+        chosen = sorted(interest or [])
+        covered['hosts_of_interest'] = chosen
+        covered['links_between_hosts_of_interest'] = len([p for p in tested if p[0] in chosen and p[1] in chosen])
     return {
         'host_status': status,
+        'answer': _answer(covered, bad, links, unsure),
+        'coverage': covered,
         'rounds': max([r.get('round', 0) for r in results] or [0]),
         'pair_runs': len(results),
         'floors': dict((k, floors.get(k)) for k, _w, _u in MEASUREMENTS),
         'bad_nodes': bad,
         'bad_links': links,
         'inconclusive': unsure,
-        'passed': [h for h in names if h not in flagged],
+        'passed': [h for h in names if status[h] == 'pass'],
+        'passed_partial': [h for h in names if status[h] == 'pass_partial'],
+        'not_tested': [h for h in names if status[h] == 'not_tested'],
         'pairs': [_evidence(r, floors) for r in results],
     }
 
@@ -330,14 +538,14 @@ def plan_for_hosts(plan):
     return dict(plan, assign=assign)
 
 
-def run(hosts, measure, floors, seed=None):
+def run(hosts, measure, floors, seed=None, coverage='quick', interest=None):
     """Drive every round with ``measure(pair, round, wave) -> result fields`` (a simulation or a
     test); returns the verdict."""
     results = []
     while True:
-        plan = next_round(hosts, results, floors, seed)
+        plan = next_round(hosts, results, floors, seed, coverage, interest)
         if plan is None:
-            return verdict(hosts, results, floors)
+            return verdict(hosts, results, floors, coverage, interest)
         for wave_no, wave in enumerate(plan['waves'], 1):
             for pair in wave:
                 result = {'round': plan['round'], 'wave': wave_no, 'pair': pair}

@@ -102,10 +102,38 @@ def _sections(verdict):
 
 def _summary(report):
     v = report['verdict']
-    return ('%d host(s), %d round(s), %d pair run(s); pair floor %s GB/s%s. %d bad node(s), %d bad link(s), %d inconclusive, '
-            '%d passed.' % (len(report['hosts']), v['rounds'], v['pair_runs'], v['floors']['busbw_gbps'],
-                            '' if v['floors'].get('ib_write_bw_gbps') is None else ', ib_write_bw floor %s Gb/s' % v['floors']['ib_write_bw_gbps'],
-                            len(v['bad_nodes']), len(v['bad_links']), len(v['inconclusive']), len(v['passed'])))
+    return ('%d host(s), coverage %s, %d round(s), %d pair run(s); pair floor %s GB/s%s. %s.' % (
+        len(report['hosts']), v['coverage']['mode'], v['rounds'], v['pair_runs'], v['floors']['busbw_gbps'],
+        '' if v['floors'].get('ib_write_bw_gbps') is None else ', ib_write_bw floor %s Gb/s' % v['floors']['ib_write_bw_gbps'],
+        v['answer'][:1].upper() + v['answer'][1:]))
+
+
+def _coverage(verdict):
+    """(line, [(subject, detail)]) of the coverage: how many links were tested, which, and the hosts by
+    what was tested of their links."""
+    cov = verdict['coverage']
+    line = '%d of %d links tested (coverage %s, mode %s).' % (
+        cov['links_tested'], cov['links_total'], 'full' if cov['complete'] else 'partial', cov['mode'])
+    if cov.get('hosts_of_interest') is not None:
+        line += ' Hosts of interest: %s (%d links between them tested, each also against references).' % (
+            ', '.join(cov['hosts_of_interest']), cov['links_between_hosts_of_interest'])
+    if not cov['complete']:
+        count = cov['links_per_host'] + 1
+        line += (' A host is a clean pass only when every one of its links was tested: run with -e xuanwu_isolation_coverage=full '
+                 'to test every link (%d waves of disjoint pairs here).' % (count if count % 2 else count - 1))
+    rows = [('Passed, every link tested', ', '.join(verdict['passed']) or 'none'),
+            ('No fault found among its tested links, some untested', ', '.join(
+                '%s (%d of %d)' % (h, cov['links_of_host'][h], cov['links_per_host']) for h in verdict['passed_partial']) or 'none')]
+    if verdict['not_tested']:
+        rows.append(('Not tested', ', '.join(verdict['not_tested'])))
+    if cov['complete']:
+        rows.append(('Links tested', 'every pair of the %d hosts' % (cov['links_per_host'] + 1)))
+    else:
+        partners = {}
+        for a, b in cov['tested']:
+            partners.setdefault(a, []).append(b)
+        rows.append(('Links tested', '; '.join('%s with %s' % (a, ', '.join(partners[a])) for a in sorted(partners)) or 'none'))
+    return line, rows
 
 
 def render_markdown(report):
@@ -122,6 +150,8 @@ def render_markdown(report):
         for subject, reason, evidence in entries:
             out += ['- **%s**: %s' % (_md(subject), _md(reason))] + ['  - %s' % _md(line) for line in evidence]
         out.append('')
+    line, rows = _coverage(report['verdict'])
+    out += ['## Coverage', '', _md(line), ''] + ['- **%s**: %s' % (_md(title), _md(text)) for title, text in rows] + ['']
     out += ['## Pair heatmap', '', 'Pair bus bandwidth against the floor, hosts x hosts: [%s](%s) (also inline in report.html).'
             % (HEATMAP_FILE, HEATMAP_FILE), '']
     return '\n'.join(out)
@@ -145,6 +175,8 @@ def render_html(report, svg):
         for subject, reason, evidence in entries:
             out.append('<li><b>%s</b>: %s<ul>%s</ul></li>' % (e(subject), e(reason), ''.join('<li>%s</li>' % e(x) for x in evidence)))
         out.append('</ul>')
+    line, rows = _coverage(report['verdict'])
+    out += ['<h2>Coverage</h2>', '<p>%s</p>' % e(line), '<ul>%s</ul>' % ''.join('<li><b>%s</b>: %s</li>' % (e(t), e(x)) for t, x in rows)]
     out += ['<h2>Pair heatmap</h2>', svg, '</body></html>']
     return '\n'.join(out) + '\n'
 

@@ -58,7 +58,12 @@ def python_double(path, body, **values):
     path.chmod(0o755)
 
 
-def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None, hosts=HOSTS):
+def flat(out):
+    """The output with its whitespace folded: the callback wraps the summary line."""
+    return ' '.join(out.split())
+
+
+def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None, hosts=HOSTS, extra=()):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     fabric = tmp_path / 'fabric.json'
@@ -75,7 +80,7 @@ def run_isolate(tmp_path, bad=(), links=(), ib_bad=(), ib_floor=None, hosts=HOST
     inv = inventory(tmp_path, hosts, xuanwu_profile=str(tmp_path / 'pairs.yml'), xuanwu_nccl_tests_bin_dir=str(bindir),
                     xuanwu_mpirun=str(bindir / 'mpirun'), xuanwu_multinode_slots=8, xuanwu_ib_write_bw=str(bindir / 'ib_write_bw'))
     reports = tmp_path / 'reports'
-    rc, out = playbook('-i', inv, 'playbooks/isolate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, timeout=900)
+    rc, out = playbook('-i', inv, 'playbooks/isolate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, *extra, timeout=900)
     runs = os.listdir(str(reports)) if reports.exists() else []
     assert len(runs) == 1, out[-4000:]
     folder = reports / runs[0]
@@ -89,7 +94,12 @@ def test_one_bad_node_is_found_in_three_rounds_and_reported(tmp_path):
     assert rc == 2, out[-4000:]
     assert [b['host'] for b in verdict['bad_nodes']] == ['node4'], verdict
     assert (verdict['bad_links'], verdict['inconclusive'], verdict['rounds']) == ([], [], 3)
-    assert verdict['passed'] == [h for h in HOSTS if h != 'node4']
+    # quick coverage: 6 of the 10 links tested and said so; only node1 (in round 1 twice, then the reference of rounds
+    # 2 and 3) had all four of its links tested: a clean pass; the others passed among their tested links only
+    assert verdict['passed'] == ['node1'] and verdict['passed_partial'] == ['node2', 'node3', 'node5']
+    assert verdict['coverage']['links_tested'] == 6 and verdict['coverage']['links_total'] == 10
+    assert '1 bad node(s), 0 bad link(s), 0 inconclusive host(s); 6 of 10 links tested (coverage partial)' in flat(out)
+    assert out.count('TASK [xuanwu.cluster.collectives_multinode : Find nccl-tests]') == 3   # one include per round
     # round 1: (1,2) (3,4), then the odd host 5 with 1; round 2: 3 and 4 against references; round 3: 4 again
     assert sorted(pairs[:2]) == ['node1 node2', 'node3 node4'] and pairs[2] == 'node1 node5'   # a wave's pairs run at once
     assert len(pairs) == verdict['pair_runs'] == 6
@@ -112,6 +122,31 @@ def test_all_healthy_passes_in_one_round_with_ib_write_bw_as_a_second_measuremen
     rc, out, _folder, report, pairs = run_isolate(tmp_path, ib_floor=350.0, hosts=HOSTS[:4])
     verdict = report['verdict']
     assert rc == 0, out[-4000:]
-    assert verdict['rounds'] == 1 and verdict['passed'] == HOSTS[:4] and sorted(pairs) == ['node1 node2', 'node3 node4']
+    assert verdict['rounds'] == 1 and verdict['passed_partial'] == HOSTS[:4] and sorted(pairs) == ['node1 node2', 'node3 node4']
+    assert 'no bad node found among the tested pairs; 2 of 6 links tested (coverage partial)' in flat(out)
+    # rounds 2 and 3 are not needed: their includes are skipped as a whole (no task of the role runs for them)
+    assert out.count('TASK [xuanwu.cluster.collectives_multinode : Find nccl-tests]') == 1
+    assert 'skipping: [node1]' in out.split('TASK [Run round 3')[1].split('TASK [')[0]
     ib = sorted((p['pair'], p['ib_write_bw_gbps'], p['ib_write_bw_floor_gbps']) for p in verdict['pairs'])
     assert ib == [(['node1', 'node2'], 392.41, 350.0), (['node3', 'node4'], 392.41, 350.0)], verdict['pairs']
+
+
+def test_full_coverage_finds_a_bad_link_that_quick_coverage_does_not_test(tmp_path):
+    """xuanwu_isolation_coverage=full: one round of 3 waves of 2 disjoint pairs tests the 6 links of 4 hosts once each;
+    the slow link node1-node3 (not one of quick's round-1 pairs) is a bad link, its members fail, the others pass."""
+    rc, out, folder, report, pairs = run_isolate(tmp_path, links=[['node1', 'node3']], hosts=HOSTS[:4],
+                                                 extra=('-e', 'xuanwu_isolation_coverage=full'))
+    verdict = report['verdict']
+    assert rc == 2, out[-4000:]
+    assert [link['pair'] for link in verdict['bad_links']] == [['node1', 'node3']] and verdict['bad_nodes'] == verdict['inconclusive'] == []
+    assert 'node1 with node3 under the floor while node1 passed with 2 other partner(s) (node2, node4)' in verdict['bad_links'][0]['reason']
+    assert verdict['passed'] == ['node2', 'node4'] and verdict['rounds'] == 1
+    assert sorted(pairs) == sorted(' '.join(p) for p in verdict['coverage']['tested']) and len(pairs) == 6
+    assert sorted(set(pairs)) == ['node1 node2', 'node1 node3', 'node1 node4', 'node2 node3', 'node2 node4', 'node3 node4']
+    assert [len([p for p in verdict['pairs'] if p['wave'] == w]) for w in (1, 2, 3)] == [2, 2, 2]
+    assert '0 bad node(s), 1 bad link(s), 0 inconclusive host(s); 6 of 6 links tested (coverage full)' in flat(out)
+    assert 'node1: bad link after bad-node isolation' in out and 'node3: bad link after bad-node isolation' in out
+    assert 'node2: ' not in out.split('PLAY [Fail the hosts the isolation flagged]')[1]
+    assert out.count('TASK [xuanwu.cluster.collectives_multinode : Find nccl-tests]') == 1
+    md = (folder / 'report.md').read_text()
+    assert '**node1 with node3**' in md and 'every pair of the 4 hosts' in md and 'coverage full, mode full' in md

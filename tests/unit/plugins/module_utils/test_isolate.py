@@ -59,8 +59,11 @@ def test_all_healthy_passes_in_one_round_without_false_suspects(count):
         answer = iso.run(names(count), fabric(seed=seed), FLOORS)
         assert answer['rounds'] == 1
         assert (answer['bad_nodes'], answer['bad_links'], answer['inconclusive']) == ([], [], [])
-        assert answer['passed'] == names(count)
+        # quick coverage: no host is a clean pass, the coverage says how many links were tested
+        assert answer['passed'] == [] and answer['passed_partial'] == names(count)
         assert answer['pair_runs'] == count // 2 + count % 2
+        assert answer['coverage']['links_tested'] == count // 2 + count % 2
+        assert answer['coverage']['links_total'] == count * (count - 1) // 2 and not answer['coverage']['complete']
 
 
 @pytest.mark.parametrize('count', SIZES)
@@ -70,7 +73,7 @@ def test_one_bad_node_is_found_in_three_rounds(count):
         assert answer['rounds'] == 3
         assert [b['host'] for b in answer['bad_nodes']] == [bad]
         assert (answer['bad_links'], answer['inconclusive']) == ([], [])
-        assert answer['passed'] == [h for h in names(count) if h != bad]
+        assert answer['passed_partial'] == [h for h in names(count) if h != bad] and answer['passed'] == []
         evidence = answer['bad_nodes'][0]['evidence']
         assert sorted(e['round'] for e in evidence if e['outcome'] == 'slow')[-2:] == [2, 3]
         assert all(e['busbw_gbps'] < e['busbw_floor_gbps'] == FLOORS['busbw_gbps'] for e in evidence)
@@ -99,7 +102,8 @@ def test_a_bad_link_is_reported_as_a_link_not_as_nodes(count):
     assert [entry['pair'] for entry in answer['bad_links']] == [link]
     evidence = answer['bad_links'][0]['evidence']
     assert [(e['round'], e['outcome']) for e in evidence] == [(1, 'slow'), (2, 'pass'), (2, 'pass')]
-    assert answer['passed'] == hosts
+    assert answer['passed_partial'] == [h for h in hosts if h not in link]
+    assert [answer['host_status'][h] for h in link] == ['bad_link', 'bad_link']
 
 
 def test_a_bad_node_and_a_bad_link_together():
@@ -137,7 +141,7 @@ def test_odd_host_out_is_tested_in_a_second_wave_of_round_one():
     assert waves == [[['gpu000', 'gpu001'], ['gpu002', 'gpu003']], [['gpu000', 'gpu004']]]
     answer = iso.run(names(5), fabric(bad=['gpu004']), FLOORS)
     assert [b['host'] for b in answer['bad_nodes']] == ['gpu004'] and answer['rounds'] == 3
-    assert answer['passed'] == names(4)
+    assert answer['passed_partial'] == names(4)
 
 
 def test_seed_shuffles_round_one_deterministically():
@@ -276,3 +280,139 @@ def test_plan_for_hosts_gives_each_host_its_pairs():
 def test_wave_results_read_numbers_templated_as_text():
     found = [{'round': '3', 'wave': '1', 'busbw_gbps': None, 'error': 'node1: Run across the nodes failed: boom'}]
     assert iso.wave_results(found, 3, 1, [['node1', 'node2']])[0]['error'] == 'node1: Run across the nodes failed: boom'
+
+
+# Coverage (issue 31): quick tests N/2 of the N(N-1)/2 links and says so; full tests every link once
+# (round-robin); targeted every link between the hosts of interest and each of them against references.
+
+def _links(count):
+    return count * (count - 1) // 2
+
+
+@pytest.mark.parametrize('count', range(2, 18))
+def test_round_robin_tests_every_link_exactly_once_in_disjoint_waves(count):
+    for seed in (None, 5):
+        waves = iso.next_round(names(count), [], FLOORS, seed, 'full')['waves']
+        assert len(waves) == (count - 1 if count % 2 == 0 else count)
+        for wave in waves:
+            hosts = [h for pair in wave for h in pair]
+            assert len(hosts) == len(set(hosts)) == 2 * (count // 2)      # disjoint; one host sits out for odd N
+            assert all(pair == sorted(pair) for pair in wave)
+        links = [tuple(pair) for wave in waves for pair in wave]
+        assert len(links) == len(set(links)) == _links(count)
+    assert iso.round_robin(['solo']) == [] and iso.next_round(['solo'], [], FLOORS, None, 'full') is None
+
+
+def _placements(count, draws, picks, seed):
+    rng = random.Random(seed)
+    return [rng.sample(names(count), picks) for _draw in range(draws)]
+
+
+def _clean(answer, bad=(), links=()):
+    """Exactly these bad nodes and links, nothing inconclusive, every other host a clean pass."""
+    assert [b['host'] for b in answer['bad_nodes']] == sorted(bad), answer['bad_nodes']
+    assert [link['pair'] for link in answer['bad_links']] == sorted(sorted(link) for link in links), answer['bad_links']
+    assert answer['inconclusive'] == [], answer['inconclusive']
+    flagged = set(bad) | set(h for link in links for h in link)
+    assert answer['passed'] == [h for h in sorted(answer['host_status']) if h not in flagged]
+    assert answer['coverage']['complete'] and answer['rounds'] == 1
+
+
+@pytest.mark.parametrize('count', [16, 64])
+def test_a_single_bad_link_is_found_40_of_40_with_full_coverage_and_missed_by_quick(count):
+    found = missed = 0
+    for draw, link in enumerate(_placements(count, 40, 2, seed=31)):
+        answer = iso.run(names(count), fabric(links=[link], seed=draw), FLOORS, seed=draw, coverage='full')
+        _clean(answer, links=[link])
+        assert answer['pair_runs'] == answer['coverage']['links_tested'] == _links(count)
+        assert answer['answer'] == '0 bad node(s), 1 bad link(s), 0 inconclusive host(s); %d of %d links tested (coverage full)' % (
+            _links(count), _links(count))
+        reason = answer['bad_links'][0]['reason']
+        assert 'under the floor while %s passed with %d other partner(s)' % (min(link), count - 2) in reason
+        found += 1
+        quick = iso.run(names(count), fabric(links=[link], seed=draw), FLOORS, seed=draw)
+        if not quick['bad_links']:
+            missed += 1   # the link was not one of round 1's pairs: quick cannot see it, and says so
+            assert quick['answer'].startswith('no bad node found among the tested pairs; %d of %d links tested (coverage partial)' % (
+                count // 2, _links(count)))
+            assert 'xuanwu_isolation_coverage=full' in quick['answer'] and quick['passed'] == []
+            assert set(quick['host_status'].values()) == {'pass_partial'}
+    assert found == 40 and missed >= 35
+
+
+@pytest.mark.parametrize('count', [16, 64])
+def test_full_coverage_tells_bad_nodes_from_bad_links_without_false_accusation(count):
+    for draw, picked in enumerate(_placements(count, 10, 5, seed=32)):
+        one = iso.run(names(count), fabric(bad=picked[:1], seed=draw), FLOORS, coverage='full')
+        _clean(one, bad=picked[:1])
+        assert one['bad_nodes'][0]['failed_with'] == [h for h in names(count) if h != picked[0]]
+        assert 'failed with %d of its %d tested partners' % (count - 1, count - 1) in one['bad_nodes'][0]['reason']
+        _clean(iso.run(names(count), fabric(bad=picked[:2], seed=draw), FLOORS, coverage='full'), bad=picked[:2])
+        both = iso.run(names(count), fabric(bad=picked[:1], links=[picked[1:3]], seed=draw), FLOORS, coverage='full')
+        _clean(both, bad=picked[:1], links=[picked[1:3]])
+        # a node with two bad links (its port or cable) is in both, not a bad node
+        two = iso.run(names(count), fabric(links=[picked[0:2], [picked[0], picked[2]]], seed=draw), FLOORS, coverage='full')
+        _clean(two, links=[picked[0:2], [picked[0], picked[2]]])
+        assert 'likely common part' in two['bad_links'][0]['reason']
+
+
+def test_full_coverage_runs_without_a_figure_are_inconclusive_never_pass():
+    hosts = names(8)
+    answer = iso.run(hosts, fabric(missing=[hosts[3]]), FLOORS, coverage='full')
+    assert [u['host'] for u in answer['inconclusive']] == [hosts[3]] and answer['bad_nodes'] == []
+    assert 'no figure' in answer['inconclusive'][0]['reason'] and answer['host_status'][hosts[3]] == 'inconclusive'
+    assert answer['passed'] == [h for h in hosts if h != hosts[3]]
+
+
+def test_full_coverage_of_three_hosts_two_bad_leaves_the_second_undecided():
+    answer = iso.run(['a', 'b', 'c'], fabric(bad=['a', 'b']), FLOORS, coverage='full')
+    assert [b['host'] for b in answer['bad_nodes']] == ['a']
+    assert [u['host'] for u in answer['inconclusive']] == ['b', 'c']   # b with c failed; neither passed with anyone else
+    assert 'untold' in answer['inconclusive'][0]['reason'] and answer['passed'] == []
+
+
+def test_targeted_coverage_tests_the_links_of_the_hosts_of_interest_and_references():
+    hosts = names(16)
+    chosen = [hosts[3], hosts[7], hosts[11]]
+    plan = iso.next_round(hosts, [], FLOORS, None, 'targeted', chosen)
+    pairs = [tuple(p) for wave in plan['waves'] for p in wave]
+    for wave in plan['waves']:
+        members = [h for p in wave for h in p]
+        assert len(members) == len(set(members))
+    among = [p for p in pairs if set(p) <= set(chosen)]
+    assert sorted(among) == [(chosen[0], chosen[1]), (chosen[0], chosen[2]), (chosen[1], chosen[2])]
+    for host in chosen:   # each against two distinct references
+        refs = [h for p in pairs if host in p for h in p if h not in chosen]
+        assert len(refs) == len(set(refs)) == 2
+    assert len(pairs) == 3 + 3 * 2 and len(plan['waves']) == 3 + 2
+    link = iso.run(hosts, fabric(links=[chosen[:2]]), FLOORS, None, 'targeted', chosen)
+    assert [b['pair'] for b in link['bad_links']] == [chosen[:2]] and link['bad_nodes'] == link['inconclusive'] == []
+    assert link['coverage']['links_between_hosts_of_interest'] == 3 and link['coverage']['hosts_of_interest'] == chosen
+    assert link['rounds'] == 1 and not link['coverage']['complete']
+    assert sorted(link['not_tested']) == sorted(set(hosts) - set(h for p in pairs for h in p))
+    node = iso.run(hosts, fabric(bad=[chosen[2]]), FLOORS, None, 'targeted', chosen)
+    assert [b['host'] for b in node['bad_nodes']] == [chosen[2]] and node['bad_links'] == node['inconclusive'] == []
+    assert 'failed with 4 of its 4 tested partners' in node['bad_nodes'][0]['reason']
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'coverage': 'fulll'}, 'xuanwu_isolation_coverage must be one of quick, full, targeted'),
+    ({'coverage': ['full']}, 'xuanwu_isolation_coverage must be one of'),
+    ({'coverage': 'targeted'}, 'xuanwu_isolation_coverage targeted needs xuanwu_isolation_hosts_of_interest'),
+    ({'coverage': 'targeted', 'interest': ['a', 'zz']}, 'xuanwu_isolation_hosts_of_interest names host(s) that are not isolated here: zz'),
+    ({'coverage': 'targeted', 'interest': {'a': 1}}, 'xuanwu_isolation_hosts_of_interest must be a list of host names'),
+    ({'coverage': 'targeted', 'interest': [3]}, 'xuanwu_isolation_hosts_of_interest must be a list of host names'),
+    ({'interest': ['a']}, 'xuanwu_isolation_hosts_of_interest is given while xuanwu_isolation_coverage is quick'),
+    ({'seed': 'seven'}, 'xuanwu_isolation_seed must be an integer'),
+    ({'seed': True}, 'xuanwu_isolation_seed must be an integer'),
+])
+def test_settings_refuse_values_naming_the_variable(kwargs, message):
+    with pytest.raises(iso.IsolationError) as err:
+        iso.settings(['a', 'b', 'c'], **kwargs)
+    assert message in str(err.value)
+
+
+def test_settings_take_the_values_as_extra_vars_give_them():
+    assert iso.settings(['a', 'b', 'c']) == {'seed': None, 'coverage': 'quick', 'interest': []}
+    assert iso.settings(['a', 'b', 'c'], seed='7', coverage='targeted', interest='c, a') == {
+        'seed': 7, 'coverage': 'targeted', 'interest': ['a', 'c']}

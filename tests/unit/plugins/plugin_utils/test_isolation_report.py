@@ -63,3 +63,28 @@ def test_a_bad_link_is_reported_as_a_link_in_every_file():
     assert '## Bad links' in files['report.md'] and 'node3 with node4' in files['report.md']
     assert 'node3 with node4' in files['report.html']
     assert json.loads(files['isolation.json'])['verdict']['bad_links'][0]['pair'] == ['node3', 'node4']
+
+
+def _files(hosts, verdict):
+    return rep.render_all({'run_id': 'r', 'started_at': 's', 'finished_at': 'f', 'playbook': 'isolate', 'hosts': hosts, 'verdict': verdict})
+
+
+def test_every_file_states_the_coverage_and_a_partial_one_is_no_clean_pass():
+    hosts = ['node%d' % i for i in range(1, 7)]
+    quick = iso.run(hosts, lambda pair, _r, _w: {'busbw_gbps': 360.0}, FLOORS)
+    files = _files(hosts, quick)
+    data = json.loads(files['isolation.json'])['verdict']
+    assert data['coverage']['tested'] == [['node1', 'node2'], ['node3', 'node4'], ['node5', 'node6']]
+    assert (data['coverage']['links_tested'], data['coverage']['links_total'], data['passed']) == (3, 15, [])
+    sentence = 'no bad node found among the tested pairs; 3 of 15 links tested (coverage partial)'
+    md, page = files['report.md'], files['report.html']
+    assert sentence in data['answer'] and sentence.capitalize() in md and sentence.capitalize() in page
+    assert '## Coverage' in md and '-e xuanwu_isolation_coverage=full to test every link (5 waves' in md and 'xuanwu_isolation_coverage=full' in page
+    assert '**Passed, every link tested**: none' in md and 'node1 (1 of 5)' in md and 'node1 with node2; node3 with node4' in md
+
+    full = iso.run(hosts, lambda pair, _r, _w: {'busbw_gbps': 180.0 if pair == ['node2', 'node5'] else 360.0}, FLOORS, coverage='full')
+    files = _files(hosts, full)
+    md = files['report.md']
+    assert '15 of 15 links tested (coverage full' in md and 'every pair of the 6 hosts' in md
+    assert '**node2 with node5**: node2 with node5 under the floor while node2 passed with 4 other partner(s)' in md
+    assert json.loads(files['isolation.json'])['verdict']['passed'] == ['node1', 'node3', 'node4', 'node6']
