@@ -457,6 +457,8 @@ def parse_proc_net_listening(text):
             raise ParseError('/proc/net', 'port or queue is not hexadecimal: %r' % line[:100], text)
         if not 0 <= port <= 65535:
             raise ParseError('/proc/net', 'port out of range: %r' % line[:100], text)
+        if recv_q > MAX_INT or send_q > MAX_INT:
+            raise ParseError('/proc/net', 'queue size out of range: %r' % line[:100], text)
         result.append({'proto': proto, 'state': state, 'address': _proc_net_address(hexaddr, text), 'port': port,
                        'interface': None, 'process': None, 'pid': None, 'recv_q': recv_q, 'send_q': send_q})
     return result

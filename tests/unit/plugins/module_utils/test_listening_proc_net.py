@@ -34,6 +34,7 @@ def test_parse_the_sockets_ss_would_list():
     ('== /proc/net/tcp\n   0: 0000:0016 00000000:0000 0A 00000000:00000000\n', 'not 8 or 32 hex digits'),
     ('== /proc/net/tcp\n   0: 00000000:XYZW 00000000:0000 0A 00000000:00000000\n', 'not hexadecimal'),
     ('== /proc/net/tcp\nsomething else\n', 'unexpected line'),
+    ('== /proc/net/tcp\n   0: 00000000:0016 00000000:0000 0A %s:00000000\n' % ('F' * 17), 'queue size out of range'),
 ])
 def test_what_is_not_proc_net_is_a_parse_error_naming_it(text, message):
     with pytest.raises(ParseError) as err:
