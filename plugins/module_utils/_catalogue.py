@@ -6,7 +6,8 @@
 Each check module keeps its entries next to the code that emits them (``CHECKS``): node checks in
 ``_checks`` (probes, hosts compared), ``_checks_gpu``, ``_checks_fabric`` and ``_checks_host``, the
 nccl-tests curve checks in ``_collectives``, InfiniBand counter growth in ``_links``,
-the workload and run checks in ``_workloads``, the container smoke in ``_container``. The profile validator takes the ids from here, the JUnit
+the workload and run checks in ``_workloads``, the container smoke in ``_container``, the scheduler's view of a node
+before it returns to service in ``_scheduler``. The profile validator takes the ids from here, the JUnit
 report lists them, and docs/checks.md is generated from here (``checks_markdown``). Pure: no I/O.
 """
 
@@ -16,7 +17,8 @@ __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _dmon_checks,
-    _checks, _checks_amd, _container, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _workloads,
+    _checks, _checks_amd, _container, _checks_fabric, _checks_gpu, _checks_host, _collectives, _findings, _fleet, _links, _mesh, _scheduler,
+    _workloads,
 )
 
 _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
@@ -46,6 +48,9 @@ AREAS = (
     ('GPU samples during the workloads', 'xuanwu.cluster.workload_check, from the nvidia-smi dmon samples '
      'xuanwu.cluster.workload_run took while each workload ran (plugins/module_utils/_dmon_checks.py, docs/metrics.md)',
      _dmon_checks.CHECKS),
+    ('Scheduler health before a return to service', 'xuanwu.cluster.workload_check kind scheduler, from what '
+     'xuanwu.cluster.scheduler_node read on the node (action daemon) and in the controller (action health), before a '
+     'rollout returns the node to service (plugins/module_utils/_scheduler.py, docs/scheduler.md)', _scheduler.CHECKS),
 )
 
 CATALOGUE = _findings.join(*(checks for _title, _where, checks in AREAS))

@@ -12,6 +12,11 @@ Ownership rule: a drain made by this collection carries the reason ``xuanwu <run
 and is never changed. ``run_action`` carries out one action through a ``run(argv, mutating)``
 callable, so that every decision is testable without a scheduler.
 
+Before a node returns to service, ``health`` reads the scheduler's own view of it: the node's daemon (slurmd,
+kubelet: ``systemctl is-active``, else its process), the controller's state of the node, and the node's own view
+(``slurmd -C``; the host name, the GPUs the probe saw) against the controller's; ``health_findings`` turns what was
+read into findings (``CHECKS``, docs/scheduler.md).
+
 Parsers raise only ``ParseError``; bad input and failed commands raise ``SchedulerError``.
 """
 
@@ -22,10 +27,11 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 
 BACKENDS = ('none', 'slurm', 'kubernetes')
-ACTIONS = ('drain', 'resume', 'fail', 'plan')
+ACTIONS = ('drain', 'resume', 'fail', 'plan', 'daemon', 'health')
 REASON_PREFIX = 'xuanwu'
 DEFAULT_REASON = 'rollout'
 # slurmdbd keeps a node event's reason in a TINYTEXT column (255 bytes); a longer reason is cut there.
@@ -51,7 +57,7 @@ class SchedulerError(Exception):
 
 
 def check_run_id(run_id, action):
-    if action == 'plan':
+    if action in ('plan', 'daemon'):
         return
     if run_id is None or run_id == '':
         raise SchedulerError('scheduler_run_id is required for %s' % action)
@@ -186,7 +192,7 @@ def parse_scontrol_node(text, name=None):
     fields = dict(_FIELD.findall(head))
     if 'State' not in fields or not fields['State']:
         raise ParseError(SLURM_SHOW, 'no State= in the NodeName=%s record' % fields.get('NodeName', '?'), text)
-    cpu_alloc = fields.get('CPUAlloc')
+    gres = fields.get('Gres')
     return {
         'name': fields.get('NodeName'),
         'state': fields['State'],
@@ -195,8 +201,42 @@ def parse_scontrol_node(text, name=None):
         'reason_user': reason_match.group(2) if reason_match else None,
         'reason_time': reason_match.group(3) if reason_match else None,
         'partitions': [p for p in fields.get('Partitions', '').split(',') if p],
-        'cpu_alloc': int(cpu_alloc) if cpu_alloc and re.match(r'^[0-9]{1,9}$', cpu_alloc) else None,
+        'cpu_alloc': _count(fields.get('CPUAlloc')),
+        # the configuration the controller holds of the node (slurm.conf), compared with slurmd -C by health
+        'host_name': fields.get('NodeHostName') or None,
+        'cpus': _count(fields.get('CPUTot')),
+        'real_memory': _count(fields.get('RealMemory')),
+        'gres': gres,
+        'gpus': gres_gpus(gres),
     }
+
+
+def _count(value):
+    """A whole number of at most 12 digits, else None (a value scontrol does not print, or one out of reach)."""
+    return int(value) if isinstance(value, str) and re.match(r'^[0-9]{1,12}$', value) else None
+
+
+def gres_gpus(gres):
+    """The GPUs in a Gres value: ``gpu:tesla:4(S:0-1)`` 4, ``gpu:h100:4,gpu:a100:2`` 6, ``gpu`` 1, ``(null)`` 0;
+    None when there is no value or a count is not a whole number (``gpu:tesla:4K``)."""
+    if gres is None:
+        return None
+    text = re.sub(r'\([^)]*\)', '', gres.strip())
+    if text in ('', 'null', 'N/A'):
+        return 0
+    total = 0
+    for item in text.split(','):
+        parts = item.strip().split(':')
+        if parts[0] != 'gpu':
+            continue
+        if len(parts) == 1 or (len(parts) == 2 and not re.match(r'^[0-9]+$', parts[1])):
+            total += 1
+            continue
+        count = _count(parts[-1])
+        if count is None:
+            return None
+        total += count
+    return total
 
 
 SINFO_FORMAT = '%N|%P|%T'
@@ -314,7 +354,8 @@ def _kube_node(item, source, text):
     where = 'node %s: ' % meta['name']
     annotations = _mapping(meta.get('annotations'), source, where + 'metadata.annotations', text)
     spec = _mapping(item.get('spec'), source, where + 'spec', text)
-    conditions = _mapping(item.get('status'), source, where + 'status', text).get('conditions') or []
+    status = _mapping(item.get('status'), source, where + 'status', text)
+    conditions = status.get('conditions') or []
     if not isinstance(conditions, list):
         raise ParseError(source, where + 'status.conditions is not a list', text)
     ready = [c.get('status') for c in conditions if isinstance(c, dict) and c.get('type') == 'Ready']
@@ -338,7 +379,37 @@ def _kube_node(item, source, text):
         reason = ''
     return {'name': meta['name'], 'state': 'cordoned' if cordoned else ('ready' if is_ready else 'not ready'),
             'condition': condition, 'unschedulable': cordoned, 'ready': is_ready, 'drained_by': drained_by,
-            'reason': reason}
+            'reason': reason, 'ready_status': ready[0] if len(ready) == 1 and isinstance(ready[0], str) else None,
+            'host_name': _kube_host_name(meta, status), 'gpus': _kube_gpus(status)}
+
+
+# The device plugins' resource names of a node's GPUs (NVIDIA's and AMD's Kubernetes device plugins).
+KUBE_GPU_RESOURCES = {'nvidia': 'nvidia.com/gpu', 'amd': 'amd.com/gpu'}
+
+
+def _kube_host_name(meta, status):
+    """The host name the kubelet registered: the ``Hostname`` address, else the ``kubernetes.io/hostname`` label."""
+    addresses = status.get('addresses')
+    for address in addresses if isinstance(addresses, list) else []:
+        if isinstance(address, dict) and address.get('type') == 'Hostname' and isinstance(address.get('address'), str):
+            return address['address']
+    labels = meta.get('labels')
+    label = labels.get('kubernetes.io/hostname') if isinstance(labels, dict) else None
+    return label if isinstance(label, str) else None
+
+
+def _kube_gpus(status):
+    """``{resource: count}`` of the GPU resources in ``status.allocatable`` (a count that is not a whole number: None)."""
+    allocatable = status.get('allocatable')
+    if not isinstance(allocatable, dict):
+        return {}
+    out = {}
+    for resource in KUBE_GPU_RESOURCES.values():
+        if resource in allocatable:
+            value = allocatable[resource]
+            out[resource] = _count(value) if isinstance(value, str) else (
+                value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10 ** 12 else None)
+    return out
 
 
 def parse_kube_node(text):
@@ -565,13 +636,19 @@ def _wait(backend, params, sleep, clock, node):
     return node
 
 
-def run_action(params, run, sleep, clock, check_mode=False):
+def run_action(params, run, sleep, clock, check_mode=False, local=None):
     """Carry out ``params['action']``; ``run(argv, mutating) -> (rc, stdout, stderr)`` runs a command
-    (the caller skips mutating ones in check mode). Returns the module's result dict."""
+    (the caller skips mutating ones in check mode). ``local`` (action ``daemon``, on the node itself) gives
+    ``processes()`` (the names of the running processes), ``hostname()`` and ``missing`` (``{option: why}`` of the
+    binaries not found). Returns the module's result dict."""
     check_params(params)
     if params['backend'] == 'none':
         return _result(params, message='no scheduler (scheduler_backend none): nothing to %s' % params['action'])
+    if params['action'] == 'daemon':
+        return read_daemon(params, run, local)
     backend = (_Slurm if params['backend'] == 'slurm' else _Kubernetes)(params, run)
+    if params['action'] == 'health':
+        return read_health(params, backend)
     if params['action'] == 'plan':
         rows, where = backend.inventory()
         ok, message, partitions = plan_batch(list(params['nodes']), rows, params['max_drain_share'], where)
@@ -629,3 +706,294 @@ def run_action(params, run, sleep, clock, check_mode=False):
             message += ' (kubectl: %s)' % excerpt(timeout_text, 200)
     result['message'] = message
     return result
+
+
+# -------------------------------------------------------------------------------------------- health
+
+SYSTEMCTL = 'systemctl is-active'
+SLURMD_C = 'slurmd -C'
+# The node's daemon of each backend: its systemd unit and its process name.
+DAEMON_UNITS = {'slurm': 'slurmd', 'kubernetes': 'kubelet'}
+# systemd's active states as `systemctl is-active` prints them; a daemon is up in the first three.
+UNIT_UP = ('active', 'reloading', 'refreshing')
+UNIT_STATES = UNIT_UP + ('inactive', 'failed', 'activating', 'deactivating', 'maintenance', 'unknown')
+# A Slurm node state (its base, or a flag after "+") that a resume does not make fit for jobs: slurmctld hears no
+# slurmd, the node registered with less than slurm.conf says, or it is marked failing.
+SLURM_UNFIT = ('DOWN', 'NOT_RESPONDING', 'FAIL', 'FAILING', 'INVALID_REG', 'INVAL', 'FUTURE', 'UNKNOWN', 'UNK')
+
+_e = _findings.entry
+CHECKS = {
+    'scheduler.daemon_down': _e(
+        "The scheduler's daemon on the node is not running", 'fail',
+        'Start it and read why it stopped. Slurm: systemctl start slurmd; journalctl -u slurmd and the SlurmdLogFile '
+        '(munge running with the cluster\'s key, slurm.conf the same as the controller\'s, the node name slurmd takes '
+        'from the host name one that slurm.conf defines). Kubernetes: systemctl start kubelet; journalctl -u kubelet '
+        '(container runtime up, certificates valid, swap off). The node stays drained with this run\'s reason; the '
+        'same rollout run id returns it once the daemon is active and the node passes.'),
+    'scheduler.node_state': _e(
+        'The controller holds the node in a state that a return to service would not clear', 'fail',
+        'Read the state and reason: scontrol show node NAME (kubectl describe node NAME). DOWN, NOT_RESPONDING (down*, '
+        'idle*): slurmctld hears no slurmd: check slurmd, munge, clocks and the network between node and controller '
+        '(SlurmdPort 6818, SlurmctldPort 6817). INVALID_REG (sinfo inval): the node registered with fewer CPUs, less '
+        'memory or fewer GPUs than slurm.conf: compare slurmd -C with its NodeName line, fix the hardware or the '
+        'configuration, restart slurmd. FAIL: marked failing. Kubernetes Ready False or Unknown: the kubelet posts no '
+        'status: kubelet, container runtime, network plugin. A drain or cordon someone else made during the run is '
+        'theirs to lift.'),
+    'scheduler.view_mismatch': _e(
+        "The node's own view of itself differs from the controller's", 'fail',
+        'A node name that differs means the inventory points this host at another scheduler node (scheduler_node_name, '
+        'the NodeName line or NodeHostName in slurm.conf, the kubelet\'s --hostname-override): fix the mapping before a '
+        'resume returns the wrong node. Fewer CPUs, less memory or fewer GPUs than slurm.conf (CPUs, RealMemory, Gres) '
+        'make slurmctld mark the node INVALID_REG: find the missing DIMM or GPU (the node checks name it), or correct '
+        'the NodeName line and run scontrol reconfigure. Kubernetes allocatable nvidia.com/gpu or amd.com/gpu other than '
+        'the GPUs on the node: restart the device plugin pod on the node and read its log.'),
+    'scheduler.not_measured': _e(
+        "The scheduler's view of the node was asked for and could not be read", 'fail',
+        'Read the quoted error: a binary not found (scheduler_systemctl, scheduler_slurmd, scheduler_scontrol, '
+        'scheduler_kubectl name it or its path), a command that failed, or output that is not the tool\'s. A node whose '
+        'scheduler health could not be read is not returned to service.'),
+}
+
+
+def parse_systemctl_is_active(text):
+    """``systemctl is-active UNIT``: one unit state, ``{state, active}`` (``active`` also while reloading)."""
+    words = (text or '').split()
+    if len(words) != 1 or words[0] not in UNIT_STATES:
+        raise ParseError(SYSTEMCTL, 'not one unit state (%s)' % ', '.join(UNIT_STATES), text)
+    return {'state': words[0], 'active': words[0] in UNIT_UP}
+
+
+def parse_slurmd_config(text):
+    """``slurmd -C``: the node as slurmd reads its hardware, in slurm.conf's words: ``{name, cpus, boards,
+    sockets_per_board, cores_per_socket, threads_per_core, real_memory, gres, gpus, uptime}``.
+
+    The line of ``NodeName=... CPUs=...`` (``name`` None where slurmd prints no NodeName); slurmd's log lines, the
+    ``Found gpu:... with Autodetect=...`` line and ``UpTime=`` (on its own line or at the end) around it."""
+    if not isinstance(text, str):
+        raise ParseError(SLURMD_C, 'not text', text)
+    lines = [line.strip() for line in text.splitlines()]
+    config = [line for line in lines if re.match(r'^(?:NodeName|CPUs)=\S', line)]
+    if len(config) != 1:
+        raise ParseError(SLURMD_C, 'expected one NodeName=... CPUs=... line, found %d' % len(config), text)
+    fields = dict(_FIELD.findall(config[0]))
+    cpus, memory = _count(fields.get('CPUs')), _count(fields.get('RealMemory'))
+    if cpus is None or memory is None:
+        raise ParseError(SLURMD_C, 'no whole CPUs= and RealMemory= in %r' % excerpt(config[0], 200), text)
+    uptime = fields.get('UpTime') or next((line[len('UpTime='):] for line in lines if line.startswith('UpTime=')), None)
+    gres = fields.get('Gres')
+    return {'name': fields.get('NodeName') or None, 'cpus': cpus, 'boards': _count(fields.get('Boards')),
+            'sockets_per_board': _count(fields.get('SocketsPerBoard')), 'cores_per_socket': _count(fields.get('CoresPerSocket')),
+            'threads_per_core': _count(fields.get('ThreadsPerCore')), 'real_memory': memory, 'gres': gres,
+            'gpus': gres_gpus(gres) if gres is not None else None, 'uptime': uptime or None}
+
+
+def daemon_unit(params):
+    """The node daemon's unit: ``daemon_unit``, else the backend's (slurmd, kubelet)."""
+    return params.get('daemon_unit') or DAEMON_UNITS[params['backend']]
+
+
+def _short(name):
+    return name.split('.', 1)[0].lower() if isinstance(name, str) and name else None
+
+
+def read_daemon(params, run, local):
+    """Action ``daemon``, on the node itself: the daemon's state (``systemctl is-active``; the process where systemd does
+    not answer), the node's host name and, for Slurm, ``slurmd -C``. Never fails for what it reads: what could not be
+    read is in ``daemon_error`` / ``node_view_error`` (``health`` makes it a finding)."""
+    unit = daemon_unit(params)
+    missing = local.get('missing') or {}
+    daemon, detail = None, ''
+    if params.get('systemctl'):
+        rc, out, err = run([params['systemctl'], 'is-active', unit], False)
+        try:
+            state = parse_systemctl_is_active(out)
+            daemon = {'unit': unit, 'source': 'systemd', 'state': state['state'], 'active': state['active'],
+                      'detail': 'systemctl is-active %s: %s (exit code %s)' % (unit, state['state'], rc)}
+        except ParseError:
+            # no systemd here (a container, no bus): the process decides
+            detail = 'systemctl is-active %s answered no unit state (exit code %s: %s); ' % (
+                unit, rc, excerpt(' '.join(((err or '') + ' ' + (out or '')).split()), 160))
+    if daemon is None:
+        process = unit[:-len('.service')] if unit.endswith('.service') else unit
+        running = process in local['processes']()
+        daemon = {'unit': unit, 'source': 'process', 'state': 'running' if running else 'not running', 'active': running,
+                  'detail': detail + ('a %s process is running' % process if running else 'no %s process is running' % process)}
+    node_view = view_error = None
+    if params['backend'] == 'slurm':
+        if not params.get('slurmd'):
+            view_error = missing.get('slurmd') or 'slurmd not given'
+        else:
+            argv = [params['slurmd'], '-C']
+            rc, out, err = run(argv, False)
+            try:
+                if rc != 0:
+                    raise SchedulerError('%s failed (exit code %s): %s' % (' '.join(argv), rc, excerpt((err or out or '').strip(), 300)))
+                node_view = parse_slurmd_config(out)
+            except (ParseError, SchedulerError) as err_:
+                view_error = str(err_)
+    hostname = local['hostname']()
+    message = 'node %s: %s %s (%s)' % (params['node'], unit, daemon['state'], daemon['source'])
+    return _result(params, daemon=daemon, hostname=hostname, node_view=node_view, node_view_error=view_error, message=message)
+
+
+def read_health(params, backend):
+    """Action ``health``: the controller's state of the node beside what ``daemon`` read on the node (``params['daemon']``,
+    its registered result), judged by ``health_findings``. Never fails for what it reads: an error is a
+    ``scheduler.not_measured`` finding."""
+    source = params.get('daemon') if isinstance(params.get('daemon'), dict) else {}
+    errors = []
+    daemon = source.get('daemon') if isinstance(source.get('daemon'), dict) else None
+    if daemon is None:
+        errors.append('the node daemon was not read on the node: %s' % excerpt(str(source.get('msg') or 'no result of the daemon action'), 300))
+    if source.get('node_view_error'):
+        errors.append('slurmd -C on the node: %s' % excerpt(str(source['node_view_error']), 300))
+    controller = None
+    try:
+        controller = backend.read()
+    except SchedulerError as err:
+        errors.append(str(err))
+    keep = ('name', 'state', 'condition', 'reason', 'host_name', 'cpus', 'real_memory', 'gres', 'gpus', 'ready', 'ready_status')
+    health = {'backend': params['backend'], 'node': params['node'], 'run_id': params['run_id'], 'daemon': daemon,
+              'controller': dict((k, controller.get(k)) for k in keep if k in controller) if controller else None,
+              'node_view': source.get('node_view') if isinstance(source.get('node_view'), dict) else None,
+              'hostname': source.get('hostname') if isinstance(source.get('hostname'), str) else None,
+              'gpus': params.get('gpus'), 'gpu_vendor': params.get('gpu_vendor') or None, 'errors': errors}
+    findings = health_findings(health, params['node'])
+    if findings:
+        message = 'node %s is not fit to return to service: %s' % (params['node'], '; '.join(f['message'] for f in findings))
+    else:
+        message = 'node %s: %s %s, %s in the controller, its own view matches: fit to return to service' % (
+            params['node'], daemon['unit'], daemon['state'], controller['state'])
+    return _result(params, health=health, healthy=not findings, findings=findings, message=message)
+
+
+def health_summary(health):
+    """What the report keeps of a health read: ``{backend, daemon, state, node_view}`` in a few words each."""
+    health = health if isinstance(health, dict) else {}
+    daemon = health.get('daemon') if isinstance(health.get('daemon'), dict) else {}
+    controller = health.get('controller') if isinstance(health.get('controller'), dict) else {}
+    view = health.get('node_view') if isinstance(health.get('node_view'), dict) else {}
+    gres = ' Gres=%s' % view['gres'] if view.get('gres') else ''
+    return {'backend': health.get('backend'),
+            'daemon': '%s %s (%s)' % (daemon.get('unit'), daemon.get('state'), daemon.get('source')) if daemon else None,
+            'state': controller.get('state'), 'reason': controller.get('reason') or None,
+            'node_view': 'CPUs=%s RealMemory=%s%s' % (view.get('cpus'), view.get('real_memory'), gres) if view else None,
+            'errors': len(health.get('errors') or [])}
+
+
+def health_findings(health, host):
+    """The findings of a node's scheduler health (``read_health``'s ``health``): its daemon, its state in the controller,
+    its own view against the controller's, what could not be read. Pure; [] is fit for a return to service."""
+    health = health if isinstance(health, dict) else {}
+    found = []
+    node = health.get('node') or host
+    unit = DAEMON_UNITS.get(health.get('backend'), 'daemon')
+
+    def add(check, component, measured, expected, message):
+        found.append(_findings.make(CHECKS, host, check, component, measured, expected, message))
+
+    for error in health.get('errors') or []:
+        add('scheduler.not_measured', node, 'not read', 'read', excerpt(str(error), 400))
+    daemon = health.get('daemon') if isinstance(health.get('daemon'), dict) else None
+    if daemon and daemon.get('active') is not True:
+        unit = daemon.get('unit') or unit
+        add('scheduler.daemon_down', unit, daemon.get('detail') or daemon.get('state'),
+            'active' if daemon.get('source') == 'systemd' else 'running',
+            '%s is not running on the node (%s): the scheduler cannot start jobs on it, a return to service would take '
+            'jobs it fails' % (unit, daemon.get('detail') or daemon.get('state')))
+    controller = health.get('controller') if isinstance(health.get('controller'), dict) else None
+    if controller is None:
+        return found
+    if health.get('backend') == 'slurm':
+        found.extend(_slurm_state(controller, health, host, node))
+        found.extend(_slurm_view(controller, health, host, node))
+    elif health.get('backend') == 'kubernetes':
+        found.extend(_kube_state(controller, health, host, node))
+        found.extend(_kube_view(controller, health, host, node))
+    return found
+
+
+def _foreign_drain(controller, health):
+    """The words for a drain (cordon) that is not this run's, or None."""
+    if controller.get('condition') in (DRAINED, DRAINING) and reason_owner(controller.get('reason'), health.get('run_id')) != 'ours':
+        return '%s by %s during the run' % (controller['condition'], whose(controller.get('reason'), health.get('run_id')))
+    return None
+
+
+def _slurm_state(controller, health, host, node):
+    state = str(controller.get('state') or '')
+    words = set(w for w in re.split(r'[+]', state.strip().upper().rstrip('*~#%$@^!-')) if w)
+    unfit = sorted(words & set(SLURM_UNFIT)) + (['NOT_RESPONDING (*)'] if state.strip().endswith('*') else [])
+    out = []
+    if unfit:
+        reason = controller.get('reason')
+        out.append(_findings.make(CHECKS, host, 'scheduler.node_state', node, state, 'not DOWN, NOT_RESPONDING, FAIL, INVALID_REG',
+                                  'slurmctld holds node %s as %s (%s)%s: a resume would not make it take jobs' % (
+                                      node, state, ', '.join(unfit), ', reason "%s"' % reason if reason else '')))
+    foreign = _foreign_drain(controller, health)
+    if foreign:
+        out.append(_findings.make(CHECKS, host, 'scheduler.node_state', node, state, 'drained by this run only',
+                                  'node %s is %s; the rollout does not lift it' % (node, foreign)))
+    return out
+
+
+def _below(out, host, what, mine, theirs, message):
+    if isinstance(mine, int) and isinstance(theirs, int) and mine < theirs:
+        out.append(_findings.make(CHECKS, host, 'scheduler.view_mismatch', what, mine, '>= %d' % theirs, message))
+
+
+def _slurm_view(controller, health, host, node):
+    out = []
+    view = health.get('node_view') if isinstance(health.get('node_view'), dict) else None
+    if view is None:
+        return out
+    names = set(n for n in (_short(controller.get('name')), _short(controller.get('host_name'))) if n)
+    if view.get('name') and names and _short(view['name']) not in names:
+        out.append(_findings.make(CHECKS, host, 'scheduler.view_mismatch', 'slurmd NodeName', view['name'], ' or '.join(sorted(names)),
+                                  'slurmd -C on the host says NodeName=%s, the controller\'s node %s is NodeHostName=%s: this '
+                                  'host is not that node' % (view['name'], node, controller.get('host_name') or '?')))
+    _below(out, host, 'slurmd CPUs', view.get('cpus'), controller.get('cpus'),
+           'slurmd -C counts %s CPUs, slurm.conf gives node %s CPUs=%s: the node registers INVALID_REG' % (
+               view.get('cpus'), node, controller.get('cpus')))
+    _below(out, host, 'slurmd RealMemory', view.get('real_memory'), controller.get('real_memory'),
+           'slurmd -C reads RealMemory=%s MB, slurm.conf gives node %s RealMemory=%s: the node registers INVALID_REG' % (
+               view.get('real_memory'), node, controller.get('real_memory')))
+    gpus, seen = view.get('gpus'), 'slurmd -C (Gres=%s)' % view.get('gres')
+    if not isinstance(gpus, int):
+        gpus, seen = health.get('gpus'), 'the probe'
+    _below(out, host, 'slurmd Gres gpu', gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None, controller.get('gpus'),
+           '%s sees %s GPU(s), slurm.conf gives node %s Gres=%s: the node registers INVALID_REG' % (
+               seen, gpus, node, controller.get('gres')))
+    return out
+
+
+def _kube_state(controller, health, host, node):
+    out = []
+    if controller.get('ready') is not True:
+        status = controller.get('ready_status') or 'no Ready condition'
+        out.append(_findings.make(CHECKS, host, 'scheduler.node_state', node, 'Ready=%s' % status, 'Ready=True',
+                                  'the node %s is not Ready (%s): the kubelet posts no healthy status, an uncordon would '
+                                  'not let pods run on it' % (node, status)))
+    foreign = _foreign_drain(controller, health)
+    if foreign:
+        out.append(_findings.make(CHECKS, host, 'scheduler.node_state', node, controller.get('state'), 'cordoned by this run only',
+                                  'node %s is %s; the rollout does not uncordon it' % (node, foreign)))
+    return out
+
+
+def _kube_view(controller, health, host, node):
+    out = []
+    mine, theirs = _short(health.get('hostname')), set(n for n in (_short(controller.get('host_name')), _short(node)) if n)
+    if mine and controller.get('host_name') and mine not in theirs:
+        out.append(_findings.make(CHECKS, host, 'scheduler.view_mismatch', 'kubelet node name', health.get('hostname'),
+                                  controller.get('host_name'), 'the Kubernetes node %s was registered by host %s, this host '
+                                  'is %s: this host is not that node' % (node, controller.get('host_name'), health.get('hostname'))))
+    gpus = health.get('gpus')
+    if isinstance(gpus, int) and not isinstance(gpus, bool):
+        resource = KUBE_GPU_RESOURCES.get(health.get('gpu_vendor') or 'nvidia', KUBE_GPU_RESOURCES['nvidia'])
+        allocatable = (controller.get('gpus') or {}).get(resource, 0)
+        if allocatable != gpus:
+            out.append(_findings.make(CHECKS, host, 'scheduler.view_mismatch', resource, allocatable, gpus,
+                                      'node %s offers %s %s to pods, the probe saw %d GPU(s) on the host' % (
+                                          node, 'an unreadable' if allocatable is None else allocatable, resource, gpus)))
+    return out

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _container, _findings, _links
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _container, _findings, _links, _scheduler
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
@@ -457,6 +457,16 @@ def evaluate_mesh(run, host):
     return [dict(f) for f in run['findings'] if isinstance(f, dict) and f.get('host', host) == host and f.get('check')]
 
 
+def evaluate_scheduler(run, host):
+    """The scheduler's view of the node before it returns to service (``run``: the result of scheduler_node action
+    health): ``_scheduler.health_findings`` of what it read; a result without it is ``scheduler.not_measured``."""
+    health = run.get('health')
+    if not isinstance(health, dict):
+        health = {'node': run.get('node') or host, 'errors': ['no scheduler health was read: %s' % excerpt(
+            str(run.get('msg') or run.get('message') or 'no health in the result'), 300)]}
+    return _scheduler.health_findings(health, host)
+
+
 EVALUATORS = {
     'nccl_tests': lambda run, profile, host: evaluate_nccl_tests(run, profile, host, run.get('component')),
     'torch_allreduce': evaluate_torch_allreduce,
@@ -470,6 +480,7 @@ EVALUATORS = {
     'link_counters': _links.evaluate_counter_growth,
     'mesh': lambda run, profile, host: evaluate_mesh(run, host),
     'container_smoke': lambda run, profile, host: _container.evaluate(run, host),
+    'scheduler': lambda run, profile, host: evaluate_scheduler(run, host),
 }
 
 
@@ -500,6 +511,10 @@ def summarise_run(kind, run):
         reason = _container.not_measured_reason(run)
         if reason:
             keep['not_measured'] = reason
+        return keep
+    if kind == 'scheduler':
+        keep['component'] = keep['component'] or run.get('node')
+        keep['scheduler'] = _scheduler.health_summary(run.get('health'))
         return keep
     if kind == 'mesh':
         # ansible-core 2.16 templates numbers to strings

@@ -30,6 +30,15 @@ description:
     naming the partition, the counts and the limit, when draining O(nodes) would leave more than O(max_drain_share)
     of any partition they belong to (Kubernetes, of the cluster) unavailable, nodes already drained or down included.
     A node the scheduler does not list is a refusal too.
+  - O(action=daemon) runs on the node itself and reads the scheduler's daemon there (O(daemon_unit), by default
+    C(slurmd) or C(kubelet)) with C(systemctl is-active), or where systemd does not answer, whether its process runs;
+    the host name; for Slurm C(slurmd -C), the node's hardware as slurmd reads it. It never fails for what it reads.
+  - O(action=health) reads the node's state in the controller (C(scontrol --oneliner show node), C(kubectl get node -o
+    json)) and judges it with what O(action=daemon) read (O(daemon)) before a return to service. A daemon that is not
+    running (C(scheduler.daemon_down)); a Slurm state DOWN, NOT_RESPONDING, FAIL or INVALID_REG, a Kubernetes node not
+    Ready, a drain or cordon of someone else (C(scheduler.node_state)); a node name, CPUs, RealMemory or GPUs of the
+    node's own view below or other than the controller's (C(scheduler.view_mismatch)); and what could not be read
+    (C(scheduler.not_measured)) are RV(findings), RV(healthy) is false. It fails only for bad input.
   - O(backend=none) changes nothing and says there is no scheduler.
   - The commands run as argument vectors (no shell). Slurm 22.05 and later understand every command line.
 extends_documentation_fragment:
@@ -49,11 +58,11 @@ options:
   action:
     description: What to do, see the description.
     type: str
-    choices: [drain, resume, fail, plan]
+    choices: [drain, resume, fail, plan, daemon, health]
     required: true
   run_id:
     description: The rollout's run id (letters, digits, C(.), C(_), C(-); at most 64 characters). Required for C(drain),
-      C(resume) and C(fail).
+      C(resume), C(fail) and C(health).
     type: str
   reason:
     description: "Text put after C(xuanwu <run_id>:) in the drain reason, for example C(failed checks gpu.count).
@@ -61,7 +70,7 @@ options:
     type: str
     default: rollout
   node:
-    description: The node's name in the scheduler. Required for C(drain), C(resume) and C(fail).
+    description: The node's name in the scheduler. Required for every action but C(plan).
     type: str
   nodes:
     description: For C(plan), the scheduler names of the nodes of the batch.
@@ -97,6 +106,31 @@ options:
     description: The kubeconfig file passed to kubectl with C(--kubeconfig); empty uses kubectl's own default.
     type: str
     default: ""
+  systemctl:
+    description: For C(daemon), the C(systemctl) binary; where it is missing or systemd does not answer, the daemon's
+      process is looked for instead.
+    type: str
+    default: systemctl
+  slurmd:
+    description: For C(daemon) with Slurm, the C(slurmd) binary run as C(slurmd -C).
+    type: str
+    default: slurmd
+  daemon_unit:
+    description: For C(daemon), the systemd unit (and process name) of the node's daemon; empty is C(slurmd) (Slurm) or
+      C(kubelet) (Kubernetes).
+    type: str
+    default: ""
+  daemon:
+    description: For C(health), the registered result of O(action=daemon) on the node.
+    type: dict
+  gpus:
+    description: For C(health), the GPUs the probe saw on the node (C(xuanwu_facts.gpu.count)); compared with Slurm's Gres
+      (where C(slurmd -C) prints none) and the Kubernetes allocatable GPUs. Not given, they are not compared.
+    type: int
+  gpu_vendor:
+    description: For C(health) with Kubernetes, whose GPU resource counts (C(nvidia) C(nvidia.com/gpu), C(amd) C(amd.com/gpu)).
+    type: str
+    choices: [nvidia, amd]
 '''
 
 EXAMPLES = r'''
@@ -123,6 +157,23 @@ EXAMPLES = r'''
     reason: "failed checks: gpu.count, nvlink.links_down"
     node: "{{ inventory_hostname_short }}"
   delegate_to: localhost
+
+- name: Read slurmd on the node itself
+  xuanwu.cluster.scheduler_node:
+    backend: slurm
+    action: daemon
+    node: "{{ inventory_hostname_short }}"
+  register: daemon
+
+- name: Check that the node may return to service
+  xuanwu.cluster.scheduler_node:
+    backend: slurm
+    action: health
+    run_id: "{{ xuanwu_run_id }}"
+    node: "{{ inventory_hostname_short }}"
+    daemon: "{{ daemon }}"
+    gpus: "{{ xuanwu_facts.gpu.count }}"
+  register: health
 '''
 
 RETURN = r'''
@@ -181,9 +232,44 @@ partitions:
   returned: plan
   type: list
   elements: dict
+daemon:
+  description: For C(daemon), the node's daemon, C(unit), C(source) (C(systemd) or C(process)), C(state) (the unit state, or
+    C(running)/C(not running)), C(active) and C(detail).
+  returned: daemon
+  type: dict
+  sample: {unit: slurmd, source: systemd, state: inactive, active: false, detail: "systemctl is-active slurmd: inactive (exit code 3)"}
+hostname:
+  description: For C(daemon), the host name of the node.
+  returned: daemon
+  type: str
+node_view:
+  description: For C(daemon) with Slurm, C(slurmd -C) read (C(name), C(cpus), C(real_memory), C(gres), C(gpus), ...); C(null)
+    when it could not be read.
+  returned: daemon
+  type: dict
+node_view_error:
+  description: For C(daemon) with Slurm, why C(slurmd -C) could not be read, else C(null).
+  returned: daemon
+  type: str
+health:
+  description: For C(health), what was read - C(daemon), C(controller) (the node's state, reason, host name, CPUs,
+    RealMemory, Gres or allocatable GPUs in the controller), C(node_view), C(hostname), C(gpus), C(errors).
+  returned: health
+  type: dict
+healthy:
+  description: For C(health), whether the node is fit to return to service (no finding).
+  returned: health
+  type: bool
+findings:
+  description: For C(health), the findings (C(scheduler.daemon_down), C(scheduler.node_state), C(scheduler.view_mismatch),
+    C(scheduler.not_measured)), named after the node.
+  returned: health
+  type: list
+  elements: dict
 '''
 
 import os
+import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -192,10 +278,32 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._scheduler import S
 
 
 def binaries(backend, action):
-    """The options naming the binaries that the action runs."""
+    """The options naming the binaries that the action runs; ``daemon`` reads where it can (``optional``)."""
+    if action == 'daemon':
+        return ()
     if backend == 'slurm':
         return ('sinfo',) if action == 'plan' else ('scontrol',)
     return ('kubectl',) if backend == 'kubernetes' else ()
+
+
+def optional(backend, action):
+    """The binaries of ``daemon``: one that is missing is said in its result, not a failure."""
+    if action != 'daemon' or backend == 'none':
+        return ()
+    return ('systemctl', 'slurmd') if backend == 'slurm' else ('systemctl',)
+
+
+def processes():
+    """The names (comm) of the processes running on this host."""
+    names = set()
+    for pid in os.listdir('/proc') if os.path.isdir('/proc') else []:
+        if pid.isdigit():
+            try:
+                with open(os.path.join('/proc', pid, 'comm')) as handle:
+                    names.add(handle.read().strip())
+            except (IOError, OSError):
+                continue
+    return names
 
 
 def resolve(module, option, value):
@@ -215,7 +323,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             backend=dict(type='str', default='none', choices=['none', 'slurm', 'kubernetes']),
-            action=dict(type='str', required=True, choices=['drain', 'resume', 'fail', 'plan']),
+            action=dict(type='str', required=True, choices=['drain', 'resume', 'fail', 'plan', 'daemon', 'health']),
             run_id=dict(type='str'),
             reason=dict(type='str', default='rollout'),
             node=dict(type='str'),
@@ -227,6 +335,12 @@ def main():
             sinfo=dict(type='str', default='sinfo'),
             kubectl=dict(type='str', default='kubectl'),
             kubeconfig=dict(type='str', default='', no_log=False),
+            systemctl=dict(type='str', default='systemctl'),
+            slurmd=dict(type='str', default='slurmd'),
+            daemon_unit=dict(type='str', default=''),
+            daemon=dict(type='dict'),
+            gpus=dict(type='int'),
+            gpu_vendor=dict(type='str', choices=['nvidia', 'amd']),
         ),
         supports_check_mode=True,
     )
@@ -237,10 +351,17 @@ def main():
             return 0, '', ''
         return module.run_command(argv, environ_update={'LC_ALL': 'C'})
 
+    missing = {}
     try:
         for option in binaries(params['backend'], params['action']):
             params[option] = resolve(module, option, params[option])
-        result = run_action(params, run, time.sleep, time.monotonic, module.check_mode)
+        for option in optional(params['backend'], params['action']):
+            try:
+                params[option] = resolve(module, option, params[option])
+            except SchedulerError as err:
+                params[option], missing[option] = None, str(err)
+        local = {'processes': processes, 'hostname': socket.gethostname, 'missing': missing}
+        result = run_action(params, run, time.sleep, time.monotonic, module.check_mode, local)
     except SchedulerError as err:
         module.fail_json(msg='scheduler_node: %s' % err, backend=params['backend'], action=params['action'],
                          node=params.get('node'), changed=False)

@@ -21,7 +21,8 @@ description:
     cannot measure anything (O(run) holds C(stage) and C(reason)); C(link_counters) compares the InfiniBand error counters
     of the probe (O(run) C(before), the host's C(xuanwu_facts.infiniband)) with those read after the load (C(after), the
     C(xuanwu_facts_end) of M(xuanwu.cluster.node_probe) with C(stage=end)) against the profile's
-    C(infiniband.counters_growth_max).
+    C(infiniband.counters_growth_max); C(scheduler) judges the scheduler's view of the node before a rollout returns it
+    to service (O(run) is the result of M(xuanwu.cluster.scheduler_node) with C(action=health); docs/scheduler.md).
   - A run that was skipped (check mode, no recorded output in a replayed bundle) is a C(workload.not_measured) finding
     (fail), since a requested measurement that was not made is never a pass.
   - A run whose bus bandwidth has no curve in the profile is kept in the report as not judged (C(not_judged) in its
@@ -48,7 +49,8 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [ddp_smoke, fault_isolation, link_counters, mesh, nccl_tests, not_measured, soak, task_error, torch_allreduce]
+    choices: [container_smoke, ddp_smoke, fault_isolation, link_counters, mesh, nccl_tests, not_measured, scheduler, soak, task_error,
+              torch_allreduce]
   run:
     description:
       - The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key

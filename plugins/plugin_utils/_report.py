@@ -139,6 +139,8 @@ STAGE_AREAS = {
     'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters'),
     'mesh': ('mesh',),
     'container': ('container_smoke',),
+    # the scheduler's view of a node before a rollout returns it to service
+    'scheduler': ('scheduler',),
     # the dmon checks: where a workload's GPU samples were read (a workload run with "dmon" and its "gpus")
     'dmon': ('dmon',),
 }
@@ -258,6 +260,12 @@ def _figures(run):
             _fmt(container.get('gpus_on_host'))))
     elif container.get('cause'):
         parts.append('%s run failed: %s' % (container.get('engine'), container['cause']))
+    scheduler = run.get('scheduler') if isinstance(run.get('scheduler'), dict) else {}
+    if scheduler:
+        parts.append('; '.join(text for text in (
+            scheduler.get('daemon'), scheduler.get('state') and '%s in the controller' % scheduler['state'],
+            scheduler.get('node_view') and 'slurmd -C %s' % scheduler['node_view'],
+            scheduler.get('errors') and '%s read(s) failed' % scheduler['errors']) if text))
     picks = [(s, v) for s, v in _svg.sizes_of(run.get('busbw_gbps')) if s in (16 << 20, 128 << 20, 1 << 30, 8 << 30)]
     if picks:
         parts.append('busbw ' + ', '.join('%s: %s GB/s' % (_size(s), _svg.num_text(v)) for s, v in picks))

@@ -13,6 +13,11 @@ State: ``{"nodes": {NAME: {"state": "IDLE", "reason": "", "partitions": ["gpu"],
 A node with ``jobs_for_reads`` N keeps running jobs (MIXED) while N more reads of a drained node happen;
 -1 means the jobs never end. Output shapes follow Slurm 22.05 (``scontrol --oneliner show node``,
 ``sinfo -h -N -o %N|%P|%T``); only what the role uses is implemented.
+
+What a node says of itself: ``nodes/NAME/systemctl`` (``systemctl is-active slurmd``: the node's ``"slurmd"``,
+``active`` when not given; exit 3 unless active) and ``nodes/NAME/slurmd`` (``slurmd -C``: the node's
+``"hardware"`` ``{"cpus", "real_memory", "gres"}``, by default what ``scontrol show node`` configures, 16 CPUs and
+64000 MB), one pair per node, as each node has its own.
 """
 import fcntl
 import json
@@ -26,13 +31,21 @@ CALLS = 'slurm-double-calls.jsonl'
 WRAPPER = "#!/bin/sh\nexec '%s' '%s' '%s' %s \"$@\"\n"
 
 
+def _wrapper(path, folder, tool):
+    with open(path, 'w') as handle:
+        handle.write(WRAPPER % (sys.executable, os.path.abspath(__file__), folder, tool))
+    os.chmod(path, 0o700)
+
+
 def install(folder, nodes):
-    """Write ``scontrol`` and ``sinfo`` into ``folder`` (a str) and the state of ``nodes``; returns the folder."""
+    """Write ``scontrol`` and ``sinfo`` into ``folder`` (a str), each node's ``nodes/NAME/systemctl`` and
+    ``nodes/NAME/slurmd``, and the state of ``nodes``; returns the folder."""
     for tool in ('scontrol', 'sinfo', 'srun', 'scancel'):
-        path = os.path.join(folder, tool)
-        with open(path, 'w') as handle:
-            handle.write(WRAPPER % (sys.executable, os.path.abspath(__file__), folder, tool))
-        os.chmod(path, 0o700)
+        _wrapper(os.path.join(folder, tool), folder, tool)
+    for name in nodes:
+        os.makedirs(os.path.join(folder, 'nodes', name), exist_ok=True)
+        for tool in ('systemctl', 'slurmd'):
+            _wrapper(os.path.join(folder, 'nodes', name, tool), folder, '%s@%s' % (tool, name))
     with open(os.path.join(folder, STATE), 'w') as handle:
         json.dump({'nodes': nodes}, handle)
     return folder
@@ -203,9 +216,29 @@ def scancel(state, args):
     return 0
 
 
+def on_node(state, tool, args):
+    """``systemctl is-active UNIT`` and ``slurmd -C`` of one node (``tool`` is ``systemctl@NAME`` or ``slurmd@NAME``)."""
+    program, name = tool.split('@', 1)
+    node = state['nodes'][name]
+    if program == 'systemctl' and args[:1] == ['is-active'] and len(args) == 2:
+        unit = node.get('slurmd', 'active') if args[1] in ('slurmd', 'slurmd.service') else 'inactive'
+        sys.stdout.write(unit + '\n')
+        return 0 if unit == 'active' else 3
+    if program == 'slurmd' and args == ['-C']:
+        hardware = dict({'cpus': 16, 'real_memory': 64000, 'gres': None}, **node.get('hardware', {}))
+        sys.stdout.write('NodeName=%s CPUs=%d Boards=1 SocketsPerBoard=2 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=%d%s\n'
+                         'UpTime=0-01:00:00\n' % (name, hardware['cpus'], hardware['cpus'] // 2, hardware['real_memory'],
+                                                  ' Gres=%s' % hardware['gres'] if hardware['gres'] else ''))
+        return 0
+    sys.stderr.write('%s: unsupported arguments %r\n' % (program, args))
+    return 2
+
+
 def run(argv):
     tool = argv[0]
     state = load()
+    if '@' in tool:
+        return on_node(state, tool, argv[1:])
     args = [a for a in argv[1:] if a not in ('--oneliner', '-o')] if tool == 'scontrol' else argv[1:]
     if tool == 'sinfo' and args[:4] == ['-h', '-N', '-o', '%N|%P|%T']:
         return sinfo(state)

@@ -22,12 +22,14 @@ RUN = 'CHG-4711'
 class Cluster(object):
     """A replayed fleet under the Slurm double; ``faulty`` hosts replay a capture whose checks fail."""
 
-    def __init__(self, tmp_path, hosts, faulty=(), foreign=None, host_vars=None):
+    def __init__(self, tmp_path, hosts, faulty=(), foreign=None, host_vars=None, slurmd_dead=()):
         self.dir = tmp_path
         self.host_vars = host_vars or {}
         nodes = dict((h, {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}) for h in hosts)
         for host, reason in (foreign or {}).items():
             nodes[host] = {'state': 'IDLE+DRAIN', 'reason': reason, 'partitions': ['gpu']}
+        for host in slurmd_dead:
+            nodes[host]['slurmd'] = 'inactive'  # stopped: the controller has not noticed yet (within SlurmdTimeout)
         install(str(tmp_path), nodes)
         self.hosts = list(hosts)
         self.faulty = set(faulty)
@@ -37,7 +39,10 @@ class Cluster(object):
                      'xuanwu_profile': 'h200x4-nvlink', 'scheduler_backend': 'slurm',
                      'scheduler_scontrol': str(self.dir / 'scontrol'), 'scheduler_sinfo': str(self.dir / 'sinfo'),
                      'scheduler_poll_interval': 1, 'scheduler_max_drain_share': 1.0}
-        hosts = dict((h, dict({'xuanwu_replay_dir': FAULTY if h in self.faulty else BUNDLE}, **self.host_vars.get(h, {})))
+        # each node's own systemctl and slurmd (the scheduler health before a return to service)
+        hosts = dict((h, dict({'xuanwu_replay_dir': FAULTY if h in self.faulty else BUNDLE,
+                               'scheduler_systemctl': str(self.dir / 'nodes' / h / 'systemctl'),
+                               'scheduler_slurmd': str(self.dir / 'nodes' / h / 'slurmd')}, **self.host_vars.get(h, {})))
                      for h in self.hosts)
         path = self.dir / 'inventory.yml'
         path.write_text(yaml.safe_dump({'all': {'vars': variables, 'hosts': hosts}}))
@@ -118,10 +123,12 @@ def test_a_faulty_node_stays_drained_the_rollout_stops_and_a_rerun_resumes(tmp_p
 
 # A limit of 0 (the default) stopping the rollout at the first failed batch: test_a_faulty_node_stays_drained_...; the
 # arithmetic of the limit for every share: tests/unit/plugins/plugin_utils/test_rollout.py.
+# node5's slurmd is dead (stopped; slurmctld has not noticed yet): it passes the node checks, and the scheduler health
+# keeps it out of service, counted as failed, with the reason in Slurm, the batch report, the run record and the output.
 @pytest.mark.parametrize('limit, stops', [(50, False)])
 def test_the_failure_limit_decides_whether_the_rollout_goes_on(tmp_path, limit, stops):
     hosts = ['node%d' % i for i in range(1, 7)]
-    cluster = Cluster(tmp_path, hosts, faulty={'node3'})
+    cluster = Cluster(tmp_path, hosts, faulty={'node3'}, slurmd_dead={'node5'})
     rc, out = cluster.run('-e', 'xuanwu_serial=2', '-e', 'xuanwu_max_fail_percentage=%d' % limit)
     assert rc == 2, out[-4000:]
     state = cluster.state()
@@ -134,8 +141,27 @@ def test_the_failure_limit_decides_whether_the_rollout_goes_on(tmp_path, limit, 
         # 1 failed host of 2 is 50 %, not more than the limit: the rollout goes on to the last batch
         assert state['stopped_at_batch'] is None and len(state['batches']) == 3, state
         assert later <= cluster.touched(cluster.calls())
-        assert latest(state)['node5']['outcome'] == 'passed'
+        assert latest(state)['node6']['outcome'] == 'passed'
     assert 'xuanwu %s: failed checks' % RUN in cluster.nodes()['node3']['reason']
+    # the dead slurmd: never resumed, drained with a reason naming the check, failed in the record, the report and the output
+    node5 = cluster.nodes()['node5']
+    assert 'DRAIN' in node5['state'] and node5['reason'] == 'xuanwu %s: failed checks: scheduler.daemon_down' % RUN, node5
+    assert ['scontrol', 'update', 'nodename=node5', 'state=resume'] not in cluster.calls()
+    entry = latest(state)['node5']
+    assert entry['outcome'] == 'failed' and entry['failed_checks'] == ['scheduler.daemon_down'], entry
+    assert 'slurmd: measured systemctl is-active slurmd: inactive (exit code 3), expected active' in entry['reasons'][0], entry
+    assert 'node5' in state['held_drained'], state
+    flat = ' '.join(out.split())
+    assert 'node5 stays drained (failed): node5 FAILED 1 check(s): [scheduler.daemon_down]' in flat
+    assert 'slurmd is not running on the node' in json.dumps(report_of(tmp_path, 3, 'node5'))
+    assert [f['check'] for f in report_of(tmp_path, 3, 'node5')['findings']] == ['scheduler.daemon_down']
+    assert [w['kind'] for w in report_of(tmp_path, 3, 'node6')['workloads']] == ['scheduler']
+    assert report_of(tmp_path, 3, 'node6')['workloads'][0]['scheduler']['daemon'] == 'slurmd active (systemd)'
+
+
+def report_of(tmp_path, batch, host):
+    """The host's entry in the report of its batch (reports/<run id>/<run id>.batch<k>/report.json)."""
+    return json.loads((tmp_path / 'reports' / RUN / ('%s.batch%d' % (RUN, batch)) / 'report.json').read_text())['hosts'][host]
 
 
 @pytest.mark.both_controllers

@@ -342,6 +342,14 @@ def scheduler_nodes(result, _text):
         assert node['condition'] in _CONDITIONS and isinstance(node['reason'], str)
 
 
+def slurmd_config(result, _text):
+    assert result['cpus'] >= 0 and result['real_memory'] >= 0 and (result['gpus'] is None or result['gpus'] >= 0)
+
+
+def unit_state(result, _text):
+    assert result['state'] in sched.UNIT_STATES and result['active'] is (result['state'] in sched.UNIT_UP)
+
+
 def sinfo_rows(result, _text):
     assert all(isinstance(row['unavailable'], bool) for row in result)
 
@@ -428,6 +436,9 @@ FUZZ = [
     Fuzzed(sched.parse_kube_node, ['scheduler/derived-kubectl-node-*'], check=scheduler_nodes, non_text=None),
     Fuzzed(sched.parse_kube_nodes, ['scheduler/derived-kubectl-nodes.json'], returns=list, check=scheduler_nodes, non_text=None),
     Fuzzed(sched.parse_kube_pods, ['scheduler/derived-kubectl-pods-*'], returns=int, check=pod_count, non_text=None),
+    Fuzzed(sched.parse_slurmd_config, ['scheduler/slurmd-C-*', 'scheduler/derived-slurmd-C-*'], check=slurmd_config, non_text=None),
+    Fuzzed(sched.parse_systemctl_is_active, [], ['active\n', 'inactive\n', 'failed\n', 'activating\n'], check=unit_state,
+           non_text=None),
 ]
 BY_PARSER = dict((entry.parser, entry) for entry in FUZZ)
 

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
-    _container, _dmon_checks, _catalogue, _checks, _collectives, _findings, _fleet, _judge, _links, _mesh, _profile, _workloads,
+    _container, _dmon_checks, _catalogue, _checks, _collectives, _findings, _fleet, _judge, _links, _mesh, _profile, _scheduler,
+    _workloads,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
@@ -25,7 +26,7 @@ def profile(**checks):
 
 def test_catalogue_holds_every_area_once():
     areas = [_checks.CHECKS, _collectives.CHECKS, _fleet.CHECKS, _links.CHECKS, _mesh.CHECKS, _workloads.CHECKS,
-             _dmon_checks.CHECKS, _container.CHECKS]
+             _dmon_checks.CHECKS, _container.CHECKS, _scheduler.CHECKS]
     assert sum(len(a) for a in areas) == len(_catalogue.CATALOGUE)
     for area in areas:
         assert set(area) <= set(_catalogue.CATALOGUE)

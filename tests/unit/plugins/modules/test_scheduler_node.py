@@ -65,3 +65,21 @@ def test_plan_refusal_is_a_failure_naming_the_partition(tmp_path, scontrol):
                                    'sinfo': scontrol.replace('scontrol', 'sinfo'), 'max_drain_share': 0.5})
     assert result.get('failed') is True
     assert result['msg'].startswith('scheduler plan refused: partition gpu: 1 of 1 nodes would be unavailable')
+
+
+def test_daemon_and_health_as_a_module_on_a_node_whose_slurmd_is_dead(tmp_path):
+    slurm_double.install(str(tmp_path), {'gpu1': {'state': 'IDLE+DRAIN', 'reason': 'xuanwu r1: rollout batch 1', 'partitions': ['gpu'],
+                                                  'slurmd': 'inactive'}})
+    node = str(tmp_path / 'nodes' / 'gpu1')
+    daemon = run_module(tmp_path, {'backend': 'slurm', 'action': 'daemon', 'node': 'gpu1', 'systemctl': node + '/systemctl',
+                                   'slurmd': node + '/slurmd', '_ansible_check_mode': True})
+    assert daemon['daemon']['state'] == 'inactive' and daemon['daemon']['active'] is False, daemon
+    assert daemon['node_view']['real_memory'] == 64000 and daemon['changed'] is False
+    health = run_module(tmp_path, {'backend': 'slurm', 'action': 'health', 'node': 'gpu1', 'run_id': 'r1', 'daemon': daemon,
+                                   'scontrol': str(tmp_path / 'scontrol'), 'gpus': 4})
+    assert health.get('failed') is not True and health['healthy'] is False, health
+    assert [f['check'] for f in health['findings']] == ['scheduler.daemon_down']
+    # a slurmd that is not installed is said, never a traceback: its view is not measured
+    missing = run_module(tmp_path, {'backend': 'slurm', 'action': 'daemon', 'node': 'gpu1', 'systemctl': node + '/systemctl',
+                                    'slurmd': 'xuanwu-no-such-slurmd'})
+    assert 'scheduler_slurmd: xuanwu-no-such-slurmd not found on PATH' in missing['node_view_error']
