@@ -6,7 +6,8 @@
 #
 # Usage: bench/gpu-host-validate.sh OUTDIR RUN...
 #   RUN is N (healthy), N:leftover (a torchrun job holding 20 GiB of GPU memory started before validate.yml and
-#   left running) or N:compete (bf16 matrix products on every GPU from the first collective to the end of the run).
+#   left running), N:compete (bf16 matrix products on every GPU from the first collective to the end of the run) or
+#   N:hog (the same products from before validate.yml starts: the single-GPU stage meets them too).
 #   Each run goes to OUTDIR/run<N>/ (extra.json, ansible.log, reports/, raw/: every nccl-tests output, every
 #   PyTorch workload's output, every dmon and clock event sampling the workloads made, named by start time in ns);
 #   "run N fault=F rc=R seconds=S" is appended to OUTDIR/summary.txt. No run starts once DEADLINE_S seconds
@@ -14,7 +15,9 @@
 # Environment: PROFILE (default h200x1), SOAK_S (default 60), CAPTURE=1 (first playbooks/capture.yml into
 #   OUTDIR/bundle/), LOAD_S (first, when set: 5 idle samples, LOAD_S seconds of bf16 matmuls, 3 idle samples, with
 #   the clock event query and dmon once a second: OUTDIR/load/), ARCHIVE (the nccl-tests 2.19.6 source, default
-#   files/nccl-tests-2.19.6.tar.gz), PYTHON (the Python with torch and its NCCL wheel, default python3).
+#   files/nccl-tests-2.19.6.tar.gz), PYTHON (the Python with torch and its NCCL wheel, default python3), EXTRA_VARS
+#   (one more -e of every run, e.g. '{"xuanwu_workloads_on_failed_hosts": true}' to run the stages on a host whose
+#   checks failed: a hog run then meets the single-GPU stage).
 # Needs: wheels/gpu-host (scripts/fetch-gpu-host-wheels.sh), CUDA (nvcc). nccl-tests is built once by the role
 # xuanwu.cluster.nccl_tests_build in the first run (sm_90 only); later runs find it installed.
 set -uo pipefail
@@ -88,6 +91,7 @@ for spec in "$@"; do
     chmod +x "$run"/bin/* "$run/smi/nvidia-smi"
     cat > "$run/extra.json" <<EOF
 {"xuanwu_profile": "$PROFILE", "xuanwu_validate_collectives": true, "xuanwu_validate_workloads": true,
+ "xuanwu_validate_gpu_single": true,
  "xuanwu_collectives": ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
  "xuanwu_torch_workloads": ["allreduce_bench", "ddp_smoke", "fault_isolation", "soak"], "xuanwu_soak_duration_s": $SOAK_S,
  "xuanwu_torch_python": "$run/bin/python", "xuanwu_dmon": true, "xuanwu_collectives_gpus": $NGPU,
@@ -111,12 +115,17 @@ EOF
             ( while ! ls "$run"/raw/*_perf-*.txt >/dev/null 2>&1; do sleep 0.5; done
               for g in $(seq 0 $((NGPU - 1))); do "$PYTHON" bench/gpu_load.py matmul --seconds 900 --device "$g" & done
               wait ) > "$run/fault.log" 2>&1 & helper=$! ;;
+        hog)
+            # another tenant's bf16 matrix products on every GPU from before the run to its end
+            ( for g in $(seq 0 $((NGPU - 1))); do "$PYTHON" bench/gpu_load.py matmul --seconds 900 --device "$g" & done
+              wait ) > "$run/fault.log" 2>&1 & helper=$!
+            sleep 10 ;;
         none) ;;
         *) echo "unknown fault $fault" >&2; exit 2 ;;
     esac
     t0=$(date +%s.%N)
     PATH="$run/smi:$PATH" INVENTORY=inventories/gpu-host scripts/gpu-host-run.sh playbooks/validate.yml \
-        -e "@$run/extra.json" > "$run/ansible.log" 2>&1
+        -e "@$run/extra.json" ${EXTRA_VARS:+-e "$EXTRA_VARS"} > "$run/ansible.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     if [ -n "$helper" ]; then

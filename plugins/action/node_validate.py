@@ -15,7 +15,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Prof
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
 
 PROBE_ARGS = ('gather', 'interfaces', 'disk_paths', 'replay_dir', 'timeout', 'nccl_library_globs')
-STAGES = ('build', 'collectives', 'workloads', 'container', 'multinode', 'on_failed_hosts', 'recheck_counters')
+STAGES = ('build', 'collectives', 'gpu_single', 'workloads', 'container', 'multinode', 'on_failed_hosts', 'recheck_counters')
 
 
 def _probe_args(args, profile):
@@ -33,7 +33,7 @@ def _flags(facts, profile, status, stages):
     lists from them once per run, so a stage that is switched off costs nothing per host."""
     fit = status != 'fail'
     flags = []
-    per_node = stages['build'] or stages['collectives'] or stages['workloads']
+    per_node = stages['build'] or stages['collectives'] or stages['gpu_single'] or stages['workloads']
     if (per_node or stages['container']) and (fit or stages['on_failed_hosts']):
         flags.append('stages')
     if stages['on_failed_hosts']:

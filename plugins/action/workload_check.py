@@ -72,17 +72,22 @@ class ActionModule(ActionBase):
         curve = ((judged.get('collectives') or {}).get(run.get('collective')) or {}).get('curve') if kind == 'nccl_tests' else None
         if curve:
             summary['curve'] = curve
+        if kind == 'gpu_single':
+            one = ((judged.get('workloads') or {}).get('gpu_single') or {})
+            summary['floors'] = dict((key, one.get(key)) for key in ('min_bf16_tflops', 'min_membw_gbps', 'max_spread_pct'))
         if isinstance(run.get('dmon'), dict) and kind != 'not_measured':
+            unjudged = _workloads.DMON_UNJUDGED.get(kind)
             try:
                 if profile:
                     # through the judge: the site's checks.disable / checks.severity apply to dmon.* as to every check
                     # where the profile sets no temperature bound, the GPUs' own maximum operating temperature
                     device = _judge.device_bounds(self._templar.template(task_vars.get('xuanwu_facts')) or {})
                     sampled, summary['dmon'] = judge.dmon(run['dmon'], host, run.get('component'), args['dmon_required'],
-                                                          device)
+                                                          device, unjudged)
                 else:
-                    sampled, summary['dmon'] = _dmon_checks.judge_run(run['dmon'], None, host, run.get('component'),
-                                                                      args['dmon_required'])
+                    sampled, summary['dmon'] = _dmon_checks.judged_without(
+                        lambda b: _dmon_checks.judge_run(run['dmon'], b, host, run.get('component'), args['dmon_required']),
+                        None, unjudged)
             except ProfileError as err:
                 result.update(failed=True, msg=str(err))
                 return result

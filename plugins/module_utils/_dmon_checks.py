@@ -515,6 +515,18 @@ DEVICE_BOUND_NOTE = {'gtemp_max_c': "the GPU's maximum operating temperature, as
                                     "monitoring.gtemp_max_c"}
 
 
+def judged_without(judge, bounds, unjudged, judged=None):
+    """``judge(bounds)`` (a ``judge_run``) with the bounds of ``unjudged`` (``{bound: why}``) switched off, each reason
+    added to the entry's ``not_judged``; ``judged`` (the site overrides) applied to the findings."""
+    bounds = dict(bounds or {})
+    for key in unjudged or {}:
+        bounds[key] = None
+    found, entry = judge(bounds)
+    if unjudged and 'not_measured' not in entry:
+        entry['not_judged'] = list(entry.get('not_judged') or []) + [unjudged[k] for k in sorted(unjudged)]
+    return (judged(found) if judged else found), entry
+
+
 def judge_run(dmon, bounds=None, host=None, workload=None, required=False, classes=None, device=None):
     """Judge the ``dmon`` entry of a workload run (``workload_run``'s result: ``{command, interval_s, stdout,
     clock_events}`` or ``{command, not_measured}``) -> ``(findings, entry)``; ``entry`` is the run's ``dmon`` in the

@@ -83,7 +83,8 @@ ROOT_CAUSE_TIERS = (
     ('probe.*', 'gpu.count', 'gpu.model', 'gpu.driver_*', 'gpu.amd_tools_missing', 'software.driver_version',
      'software.cuda_driver_version', 'gpu.memory', 'gpu.nvlink_count', 'gpu.topology', 'gpu.xgmi_link', 'ib.tools_missing',
      'ib.port_count', 'workload.placement', 'collectives.rank_count'),
-    ('gpu.*', 'ib.*', 'network.*', 'host.*', 'software.*', 'consistency.*', 'facts.*', 'mesh.*', 'container.*'),
+    ('gpu.*', 'ib.*', 'network.*', 'host.*', 'software.*', 'consistency.*', 'facts.*', 'mesh.*', 'container.*',
+     'workload.gpu_*'),
 )
 
 

@@ -45,16 +45,17 @@ class Judge(object):
         """Findings of one workload run (``_workloads.EVALUATORS``), judged by the curves of ``section``."""
         return self._judged(_workloads.evaluate(kind, run, self.for_section(section), host))
 
-    def dmon(self, dmon, host, workload=None, required=False, device=None):
+    def dmon(self, dmon, host, workload=None, required=False, device=None, unjudged=None):
         """``(findings, entry)`` of the GPU samples taken during a workload (``_dmon_checks.judge_run``) under the
         profile's ``monitoring`` bounds and ``gpu.clock_event_reasons`` classes, and where the profile sets no
         temperature bound, the GPUs' own (``device``, ``device_bounds``); the site overrides apply to the findings as
-        to every other."""
+        to every other. ``unjudged``: ``{bound: why}`` of bounds that cannot apply to this workload (left unjudged, the
+        reason listed in the entry's ``not_judged``)."""
         bounds = dict((k, v) for k, v in (self.profile.get('monitoring') or {}).items()
                       if k in _dmon_checks.DEFAULT_BOUNDS and v is not None)
         classes = (self.profile.get('gpu') or {}).get('clock_event_reasons')
-        found, entry = _dmon_checks.judge_run(dmon, bounds, host, workload, required, classes, device)
-        return self._judged(found), entry
+        return _dmon_checks.judged_without(lambda b: _dmon_checks.judge_run(dmon, b, host, workload, required, classes, device),
+                                           bounds, unjudged, self._judged)
 
     def fleet(self, findings):
         """The fleet and regression findings the run's fleet step made of this profile's hosts (their figures against

@@ -513,6 +513,34 @@ SCHEMA = {
                                     'description': 'The job must end with an error this soon after the kill; longer is a hang.'},
                     },
                 },
+                'gpu_single': {
+                    'type': 'dict', 'default': {},
+                    'description': 'Each GPU alone before the collectives (field guide §3.5): a dense bf16 matmul and a '
+                                   'device-to-device copy per GPU, one GPU at a time (workload.gpu_*).',
+                    'keys': {
+                        'min_bf16_tflops': {
+                            'type': 'float', 'min': 0,
+                            'description': 'Each GPU alone must reach this median TFLOP/s of bf16 matmuls (--matmul-n) at its '
+                                           'power limit (workload.gpu_compute_low). Source it from healthy GPUs of the model; '
+                                           'absent: not judged against a floor.'},
+                        'min_membw_gbps': {
+                            'type': 'float', 'min': 0,
+                            'description': 'Each GPU alone must copy device memory at this median GB/s, read and write '
+                                           'counted (workload.gpu_membw_low). Absent: not judged against a floor.'},
+                        'max_spread_pct': {
+                            'type': 'float', 'default': 10.0, 'min': 0, 'max': 100,
+                            'description': 'A GPU this far below the median of its node\'s GPUs (the faster of two) is '
+                                           'workload.gpu_outlier; 100 switches the comparison off.'},
+                        'matmul_n': {'type': 'int', 'default': 8192, 'min': 256, 'max': 65536,
+                                     'description': 'Size of the square bf16 matrices.'},
+                        'compute_s': {'type': 'float', 'default': 3.0, 'min': 0.5, 'max': 600,
+                                      'description': 'Seconds of matmuls per GPU.'},
+                        'copy_mib': {'type': 'int', 'default': 4096, 'min': 64, 'max': 1048576,
+                                     'description': 'Size of the copied buffer, MiB.'},
+                        'membw_s': {'type': 'float', 'default': 2.0, 'min': 0.5, 'max': 600,
+                                    'description': 'Seconds of copies per GPU.'},
+                    },
+                },
                 'soak': {
                     'type': 'dict', 'default': {}, 'description': 'Sustained all-reduce and matmul load.',
                     'keys': {

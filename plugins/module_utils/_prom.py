@@ -63,6 +63,12 @@ METRICS = (
      ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_workload_rss_growth_percent', 'Host memory (RSS) growth over the soak run.',
      ('host', 'run_id', 'kind', 'component')),
+    ('xuanwu_gpu_single_bf16_tflops', 'Dense bf16 matmul of one GPU alone, TFLOP/s (median of its timed batches).',
+     ('host', 'run_id', 'gpu')),
+    ('xuanwu_gpu_single_membw_gbytes', 'Device-to-device copy of one GPU alone, GB/s (10^9 bytes/s, read and write counted).',
+     ('host', 'run_id', 'gpu')),
+    ('xuanwu_gpu_single_bf16_tflops_floor', 'The profile\'s floor for a GPU alone\'s bf16 matmul, TFLOP/s.', ('host', 'run_id')),
+    ('xuanwu_gpu_single_membw_floor_gbytes', 'The profile\'s floor for a GPU alone\'s device memory copy, GB/s.', ('host', 'run_id')),
     ('xuanwu_collective_avg_busbw_gbytes', 'Average bus bandwidth of an nccl-tests run, GB/s (10^9 bytes/s).',
      ('host', 'run_id', 'collective')),
     ('xuanwu_collective_busbw_gbytes', 'Bus bandwidth of a collective at one message size, GB/s (10^9 bytes/s): '
@@ -216,8 +222,22 @@ def _workloads(metrics, host, run_id, runs):
             metrics.add('xuanwu_collective_busbw_gbytes', dict(collective, size_bytes=size), value)
             metrics.add('xuanwu_collective_busbw_floor_gbytes', dict(collective, size_bytes=size),
                         floor_at(run.get('curve'), size))
+        if run.get('kind') == 'gpu_single':
+            _gpu_single(metrics, host, run_id, run, result)
         if isinstance(run.get('dmon'), dict):
             _dmon(metrics, dict(labels, component=run.get('component')), run['dmon'])
+
+
+def _gpu_single(metrics, host, run_id, run, result):
+    """Each GPU alone: its figures, and the profile's floors where it sets them."""
+    for gpu in result.get('gpus') if isinstance(result.get('gpus'), list) else []:
+        if isinstance(gpu, dict) and gpu.get('index') is not None:
+            labels = {'host': host, 'run_id': run_id, 'gpu': str(gpu['index'])}
+            metrics.add('xuanwu_gpu_single_bf16_tflops', labels, _number(gpu.get('bf16_tflops')))
+            metrics.add('xuanwu_gpu_single_membw_gbytes', labels, _number(gpu.get('membw_gbps')))
+    floors = run.get('floors') if isinstance(run.get('floors'), dict) else {}
+    metrics.add('xuanwu_gpu_single_bf16_tflops_floor', {'host': host, 'run_id': run_id}, _number(floors.get('min_bf16_tflops')))
+    metrics.add('xuanwu_gpu_single_membw_floor_gbytes', {'host': host, 'run_id': run_id}, _number(floors.get('min_membw_gbps')))
 
 
 def floor_at(curve, size):

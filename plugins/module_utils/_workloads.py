@@ -20,7 +20,14 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import 
 
 RESULT_TAG = 'XUANWU_RESULT'
 # kinds whose output holds XUANWU_RESULT lines
-RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak')
+RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'gpu_single')
+# GPU-sample bounds that cannot apply to a kind of workload: {kind: {bound: why}} (workload_check leaves them unjudged
+# and says why): the single-GPU stage allocates its matmul matrices, then its copy buffers, GPU after GPU, so its
+# framebuffer rises by design (a healthy H200 went from 1011 to 9293 MB in one run).
+DMON_UNJUDGED = {
+    'gpu_single': {'fb_growth_max_mb': 'dmon.memory_growth: not judged for the single-GPU stage, which allocates its '
+                                       'matmul matrices and then its copy buffers by design (a steady workload is judged: the soak)'},
+}
 
 _e = _findings.entry
 # The checks of this module's evaluators (the catalogue of every check: plugins/module_utils/_catalogue.py).
@@ -67,6 +74,27 @@ CHECKS = {
         'the workloads use, that the wheel is a CUDA (or ROCm) build matching the driver, CUDA_VISIBLE_DEVICES, and that '
         'no backend or device was forced (torch_workloads_backend); a job on the CPU or on fewer GPUs proves nothing of '
         'the node.'),
+    'workload.gpu_compute_low': _e(
+        'One GPU alone: dense bf16 matmul slower than healthy GPUs of the model', 'fail',
+        'GPU {index} alone did less matrix work than healthy GPUs of the model do at their power limit: look for another '
+        'process on it (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv), for clocks held down '
+        '(nvidia-smi -q -d PERFORMANCE: HW Slowdown, HW Thermal or Power Brake is a fault; check cooling and power), for a '
+        'lower power limit than the model\'s (nvidia-smi -q -d POWER), then run dcgmi diag -r 3 on it; replace it if it '
+        'stays slow alone.', kind='gpu<N>', compares='the median TFLOP/s of a dense bf16 matmul on the GPU alone >= '
+        'workloads.gpu_single.min_bf16_tflops'),
+    'workload.gpu_membw_low': _e(
+        'One GPU alone: device memory bandwidth below healthy GPUs of the model', 'fail',
+        'GPU {index} alone copied device memory slower than healthy GPUs of the model: look for another process on it, '
+        'for memory clocks held down (nvidia-smi -q -d CLOCK, PERFORMANCE), for row remapping or retired pages pending '
+        '(nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT; a reset applies them), then run dcgmi diag -r 3; replace it '
+        'if it stays slow alone.', kind='gpu<N>', compares='the median GB/s of a device-to-device copy on the GPU alone '
+        '>= workloads.gpu_single.min_membw_gbps'),
+    'workload.gpu_outlier': _e(
+        'One GPU alone: slower than the other GPUs of its node', 'fail',
+        'GPU {index} is slower than its node\'s other GPUs measured the same way, one at a time: a weak GPU drags every '
+        'collective and every training step of the node down to its pace. Check it as for workload.gpu_compute_low '
+        '(processes, clocks, power limit, cooling of its slot), then run dcgmi diag -r 3 on it.', kind='gpu<N>',
+        compares='each GPU within workloads.gpu_single.max_spread_pct of the median of the node\'s GPUs (two GPUs or more)'),
     'workload.soak': _e(
         'Soak: growth or new errors under sustained load', 'fail',
         'Memory that keeps growing under a steady workload is a leak (driver, NCCL plugin or the software '
@@ -81,8 +109,8 @@ CHECKS = {
 }
 
 
-def _finding(host, check, component, measured, expected, message, severity=None):
-    return _findings.make(CHECKS, host, check, component, measured, expected, message, severity=severity)
+def _finding(host, check, component, measured, expected, message, severity=None, context=None):
+    return _findings.make(CHECKS, host, check, component, measured, expected, message, severity=severity, context=context)
 
 
 def parse_result_lines(text):
@@ -236,7 +264,15 @@ def _shown(value):
 
 
 def not_judged(kind, run, profile):
-    """Why a run that measured bandwidth was not judged (no curve in the profile for it), else None."""
+    """Why a run that measured bandwidth was not judged (no curve in the profile for it), or a single-GPU run had no
+    floor to be compared with, else None."""
+    if kind == 'gpu_single':
+        spec = ((profile or {}).get('workloads') or {}).get('gpu_single') or {}
+        missing = [key for key in ('min_bf16_tflops', 'min_membw_gbps') if spec.get(key) is None]
+        if not missing:
+            return None
+        return ('no workloads.gpu_single.%s in profile %s: each GPU measured, compared with the node\'s other GPUs only'
+                % (' or '.join(missing), (profile or {}).get('name') or '(none)'))
     if kind not in ('nccl_tests', 'torch_allreduce'):
         return None
     collective = _collectives.normalise_collective(run.get('collective')) if kind == 'nccl_tests' else 'all_reduce'
@@ -420,6 +456,65 @@ def evaluate_soak(run, spec, host, component='soak', profile=None):
     return findings
 
 
+def _gpu_single_figures(result):
+    """[(index, bf16_tflops, membw_gbps)] of the GPUs a gpu_single run measured (None where one has no figure)."""
+    out = []
+    for entry in result.get('gpus') or []:
+        if isinstance(entry, dict) and _number(entry.get('index')) is not None:
+            out.append((entry['index'], _number(entry.get('bf16_tflops')), _number(entry.get('membw_gbps'))))
+    return out
+
+
+def evaluate_gpu_single(run, spec, host, component='gpu_single', profile=None):
+    """Each GPU alone (roles/torch_workloads/files/gpu_single.py): every GPU's dense bf16 TFLOP/s and device-copy
+    GB/s against the profile's floors (``workloads.gpu_single.min_bf16_tflops``, ``min_membw_gbps``), and against the
+    median of the node's GPUs (``max_spread_pct``, two GPUs or more), so that one weak GPU of eight is named before
+    the collectives. A GPU that failed is ``workload.failed`` naming it; torch on the CPU or on fewer GPUs than the
+    profile is ``workload.placement``."""
+    spec = spec or {}
+    result, findings = _single_result(run, host, component, 'torch')
+    if result is None:
+        return findings
+    findings.extend(evaluate_placement(result, profile, host, component))
+    for entry in result.get('gpus') or []:
+        if isinstance(entry, dict) and entry.get('error'):
+            findings.append(_finding(host, 'workload.failed', 'gpu%s' % entry.get('index'), entry['error'], 'measured',
+                                     'GPU %s failed alone: %s' % (entry.get('index'), entry['error'])))
+    if result.get('error') and not any(isinstance(e, dict) and e.get('error') for e in result.get('gpus') or []):
+        findings.append(_finding(host, 'workload.failed', component, result['error'], 'no error',
+                                 '%s failed: %s' % (component, result['error'])))
+    figures = _gpu_single_figures(result)
+    floors = (('bf16_tflops', 1, 'workload.gpu_compute_low', spec.get('min_bf16_tflops'), 'TFLOP/s', 'dense bf16 matmul'),
+              ('membw_gbps', 2, 'workload.gpu_membw_low', spec.get('min_membw_gbps'), 'GB/s', 'device-to-device copy'))
+    for _name, col, check, floor, unit, what in floors:
+        if floor is None:
+            continue
+        for row in figures:
+            if row[col] is not None and row[col] < floor:
+                findings.append(_finding(host, check, 'gpu%s' % row[0], '%s %s' % (row[col], unit), '>= %s %s' % (floor, unit),
+                                         'GPU %s alone: %s at %s %s, below the %s %s healthy GPUs of the model reach'
+                                         % (row[0], what, row[col], unit, floor, unit), context={'index': row[0]}))
+    spread = spec.get('max_spread_pct', 10.0)
+    if len(figures) >= 2 and spread is not None:
+        for _name, col, _check, _floor, unit, what in floors:
+            values = sorted(row[col] for row in figures if row[col] is not None)
+            if len(values) < 2:
+                continue
+            middle = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2.0
+            # with two GPUs the median is their mean: the slower is named when it is below the faster by the spread
+            reference = max(values) if len(values) == 2 else middle
+            for row in figures:
+                if row[col] is not None and reference > 0 and row[col] < reference * (1 - spread / 100.0):
+                    findings.append(_finding(
+                        host, 'workload.gpu_outlier', 'gpu%s' % row[0], '%s %s' % (row[col], unit),
+                        '>= %.1f %s (%s%% below the %s of the node\'s GPUs, %s %s)' % (
+                            reference * (1 - spread / 100.0), unit, spread, 'faster' if len(values) == 2 else 'median', reference, unit),
+                        'GPU %s alone: %s at %s %s, %.1f%% below the %s of its node\'s %d GPUs (%s %s)' % (
+                            row[0], what, row[col], unit, 100.0 * (1 - row[col] / reference),
+                            'faster' if len(values) == 2 else 'median', len(values), reference, unit), context={'index': row[0]}))
+    return findings
+
+
 def _number(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -475,6 +570,8 @@ EVALUATORS = {
     'fault_isolation': lambda run, profile, host: evaluate_fault_isolation(
         run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
     'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host, profile=profile),
+    'gpu_single': lambda run, profile, host: evaluate_gpu_single(
+        run, ((profile or {}).get('workloads') or {}).get('gpu_single'), host, run.get('component') or 'gpu_single', profile=profile),
     'task_error': lambda run, profile, host: evaluate_task_error(run, host, run.get('component')),
     'not_measured': lambda run, profile, host: evaluate_not_measured(run, host),
     'link_counters': _links.evaluate_counter_growth,

@@ -136,7 +136,7 @@ def _fmt(value):
 # on it (a run of one of these kinds in its workloads) or found something: a stage that did not run is no pass.
 STAGE_AREAS = {
     'collectives': ('nccl_tests',),
-    'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters'),
+    'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters', 'gpu_single'),
     'mesh': ('mesh',),
     'container': ('container_smoke',),
     # the scheduler's view of a node before a rollout returns it to service
@@ -272,6 +272,9 @@ def _figures(run):
     if run.get('avg_busbw_gbps') is not None:
         parts.append('avg busbw %s GB/s' % run['avg_busbw_gbps'])
     result = run.get('result') or {}
+    for gpu in gpu_single_rows(run):
+        parts.append('gpu%s %s TFLOP/s bf16, %s GB/s copy%s' % (gpu['index'], _fmt(gpu['bf16_tflops']), _fmt(gpu['membw_gbps']),
+                                                                ' (%s)' % gpu['error'] if gpu.get('error') else ''))
     for key, label in (('step_time_ms_median', 'step %s ms'), ('tokens_per_s', '%s tokens/s'), ('first_loss', 'loss %s'),
                        ('last_loss', '-> %s'), ('seconds', 'ended in %s s'), ('rss_growth_pct', 'RSS %+.1f%%'),
                        ('gpu_mem_growth_pct', 'GPU mem %+.1f%%')):
@@ -288,6 +291,15 @@ def _figures(run):
     if run.get('debug_log_tail'):
         parts.append('NCCL_DEBUG=INFO log kept')
     return '; '.join(parts) or '-'
+
+
+def gpu_single_rows(run):
+    """The GPUs a single-GPU run measured (``[{index, bf16_tflops, membw_gbps, error}]``, in GPU order); [] for other runs."""
+    if run.get('kind') != 'gpu_single':
+        return []
+    gpus = (run.get('result') or {}).get('gpus') if isinstance(run.get('result'), dict) else None
+    rows = [g for g in gpus or [] if isinstance(g, dict) and g.get('index') is not None]
+    return sorted(rows, key=lambda g: (len(str(g['index'])), str(g['index'])))
 
 
 def _size(n):
@@ -519,6 +531,14 @@ def _dmon_html(runs, e, plots):
 def _plots_html(runs, e):
     figures = []
     for run in runs:
+        rows = gpu_single_rows(run)
+        floors = run.get('floors') if isinstance(run.get('floors'), dict) else {}
+        for key, floor, title, unit in (('bf16_tflops', 'min_bf16_tflops', 'dense bf16 matmul, each GPU alone', 'TFLOP/s'),
+                                        ('membw_gbps', 'min_membw_gbps', 'device memory copy, each GPU alone', 'GB/s')):
+            svg = _svg.gpu_bars([(g['index'], g.get(key)) for g in rows], floors.get(floor), title, unit)
+            if svg:
+                figures.append('<figure><figcaption>%s</figcaption>%s</figure>' % (
+                    e('%s: %s%s' % (_fmt(run.get('component')), title, '' if floors.get(floor) is not None else ': no floor in the profile')), svg))
         svg = _svg.busbw_plot(run.get('busbw_gbps'), run.get('curve'), title=_fmt(run.get('component') or run.get('kind')))
         if svg:
             caption = '%s (%s)%s' % (_fmt(run.get('component')), _fmt(run.get('kind')),

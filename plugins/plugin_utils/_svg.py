@@ -212,6 +212,40 @@ def busbw_plot(busbw, curve=None, title='', width=WIDTH, height=HEIGHT):
     return '\n'.join(out)
 
 
+def gpu_bars(values, floor=None, title='', unit='', width=WIDTH, bar_px=18):
+    """An SVG bar chart of one figure per GPU (``[(gpu index, value)]``; a value of None is left out) against the
+    profile's ``floor`` (a dashed line); a bar under the floor is of class ``under`` (else ``pt``), each with its figure
+    as a tooltip. Empty text when nothing can be drawn."""
+    rows = [(g, v) for g, v in values or [] if number(v) is not None]
+    if not rows:
+        return ''
+    top = max([v for _g, v in rows] + ([floor] if number(floor) is not None else [])) * 1.1 or 1.0
+    left, right, head = 60, 20, 24
+    height = head + bar_px * len(rows) * 1.5 + 24
+    span = width - left - right
+    under = sum(1 for _g, v in rows if number(floor) is not None and v < floor)
+    label = '%s: %s per GPU%s' % (title, unit, ', %d under the floor' % under if under else '')
+    out = ['<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" '
+           'aria-label="%s" font-size="11">' % (width, height, width, height, _esc(label)),
+           '<title>%s</title>' % _esc(label), STYLE,
+           '<text x="%d" y="14">%s</text>' % (left, _esc('%s (%s)' % (title, unit)))]
+    for i, (gpu, value) in enumerate(rows):
+        y = head + i * bar_px * 1.5
+        low = number(floor) is not None and value < floor
+        tip = 'GPU %s: %s %s%s' % (gpu, _g(value), unit, ' (floor %s)' % _g(floor) if number(floor) is not None else '')
+        out.append('<text x="%d" y="%s" text-anchor="end">gpu%s</text>' % (left - 6, _c(y + bar_px * 0.7), _esc(gpu)))
+        out.append('<rect class="%s" x="%d" y="%s" width="%s" height="%d"><title>%s</title></rect>' % (
+            'under' if low else 'pt', left, _c(y), _c(span * value / top), bar_px, _esc(tip)))
+        out.append('<text x="%s" y="%s">%s</text>' % (_c(left + span * value / top + 4), _c(y + bar_px * 0.7), _esc(_g(value))))
+    if number(floor) is not None:
+        x = left + span * floor / top
+        out.append('<line class="floor" x1="%s" y1="%d" x2="%s" y2="%s" stroke="%s" stroke-dasharray="4 3"/>' % (
+            _c(x), head - 4, _c(x), _c(height - 18), COLOURS['floor']))
+        out.append('<text x="%s" y="%s">floor %s</text>' % (_c(x + 3), _c(height - 6), _esc(_g(floor))))
+    out.append('</svg>')
+    return '\n'.join(out)
+
+
 def sparkline(values, width=120, height=26, colour=COLOURS['busbw'], label=''):
     """A small SVG line of ``values`` (numbers or None, in sample order): scaled from their min to their max, a
     gap where a value is missing; a ``polyline`` per run of values. Empty text when no value is a number."""

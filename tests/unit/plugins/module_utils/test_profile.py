@@ -296,8 +296,9 @@ def test_docs_profiles_md_shows_each_shipped_profile_resolved():
     assert [entry['name'] for entry in shipped] == [os.path.basename(p)[:-4] for p in PROFILES]
     for entry in shipped:
         assert '### `%s`' % entry['name'] in text
-    assert 'Files merged: `policy/nvidia-xid.yml`, `policy/nvidia-sxm.yml` (extends `policy/nvidia-xid`), `h200x4-nvlink.yml` ' \
-           '(extends `policy/nvidia-sxm`), `h200x2-nvlink.yml` (extends `h200x4-nvlink`).' in text
+    assert 'Files merged: `policy/nvidia-xid.yml`, `policy/nvidia-sxm.yml` (extends `policy/nvidia-xid`), ' \
+           '`policy/h200-gpu-single.yml`, `h200x4-nvlink.yml` (extends `policy/nvidia-sxm`, `policy/h200-gpu-single`), ' \
+           '`h200x2-nvlink.yml` (extends `h200x4-nvlink`).' in text
     assert '| `gpu.count` | `2` | h200x2-nvlink.yml |' in text
     assert '| `gpu.xid.fatal[0]` | `{xid: 48, reason: double-bit (uncorrectable) ECC error}` | policy/nvidia-xid.yml |' in text
 

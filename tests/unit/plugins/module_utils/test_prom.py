@@ -318,6 +318,9 @@ def test_every_host_series_of_a_run_carries_its_run_id():
     report = _dmon_report('h200x2_dmon_busy.txt')
     report['hosts']['gpu-host']['not_judged'] = {'sendrecv_perf': 'no sendrecv curve in profile p'}
     report['hosts']['gpu-host']['workloads'][0]['curve'] = [{'min_bytes': 8, 'busbw_gbps_min': 1.5}]
+    report['hosts']['gpu-host']['workloads'].append({
+        'kind': 'gpu_single', 'component': 'gpu_single', 'floors': {'min_bf16_tflops': 570.0, 'min_membw_gbps': 3800.0},
+        'result': {'ok': True, 'gpus': [{'index': 0, 'bf16_tflops': 670.0, 'membw_gbps': 4244.1}]}})
     samples = _samples(_prom.render(report))
     assert set(samples) == set(name for name, _help, _labels in _prom.METRICS)      # every metric, so every host series
     for name in _prom.HOST_METRICS:

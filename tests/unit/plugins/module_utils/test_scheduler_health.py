@@ -21,15 +21,16 @@ def fixture(name):
         return handle.read()
 
 
-def slurm(controller='derived-scontrol-idle-drain-ours-oneliner.txt', view='derived-slurmd-C-med0304.txt', daemon=ACTIVE, **kw):
-    health = {'backend': 'slurm', 'node': 'med0304', 'run_id': RUN, 'daemon': daemon,
+def slurm(controller='derived-scontrol-idle-drain-ours-oneliner.txt', view='derived-slurmd-C-med0304.txt', daemon=None, **kw):
+    health = {'backend': 'slurm', 'node': 'med0304', 'run_id': RUN, 'daemon': dict(ACTIVE) if daemon is None else daemon,
               'controller': s.parse_scontrol_node(fixture(controller)), 'node_view': s.parse_slurmd_config(fixture(view)) if view else None,
               'hostname': 'med0304', 'gpus': 4, 'gpu_vendor': 'nvidia', 'errors': []}
     health.update(kw)
     return health
 
 
-def kube(node='derived-kubectl-node-gpu-node05.json', daemon=KUBELET, **kw):
+def kube(node='derived-kubectl-node-gpu-node05.json', daemon=None, **kw):
+    daemon = dict(KUBELET) if daemon is None else daemon
     text = fixture(node)
     controller = s.parse_kube_nodes(text)[3] if node == 'derived-kubectl-nodes.json' else s.parse_kube_node(text)
     health = {'backend': 'kubernetes', 'node': controller['name'], 'run_id': RUN, 'daemon': daemon, 'controller': controller,
