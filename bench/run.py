@@ -31,6 +31,7 @@ from __future__ import print_function
 
 import argparse
 import ctypes
+import glob
 import datetime
 import json
 import os
@@ -47,6 +48,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node01')
+# a failing host of --failing-share: the demo's NVLink fault (gpu.topology, gpu.nvlink_down; inventories/demo/README.md)
+FAULT_BUNDLE = os.path.join(ROOT, 'inventories', 'demo-bundles', 'gpu-node02')
 PR_SET_CHILD_SUBREAPER = 36
 PAGE = os.sysconf('SC_PAGE_SIZE')
 MIB = 1024.0 * 1024.0
@@ -176,7 +179,7 @@ class Runner(object):
         self.current = None
         self.count = 0
 
-    def measure(self, cmd):
+    def measure(self, cmd, expect=(0,)):
         self.count += 1
         log = os.path.join(self.work, 'command-%d.log' % self.count)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -197,7 +200,7 @@ class Runner(object):
         sampler.join()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-        if code != 0:
+        if code not in expect:
             sys.stderr.write(read(log)[-3000:])
             raise SystemExit('%s exited %d (output above)' % (os.path.basename(cmd[0]), code))
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -335,19 +338,30 @@ class Sshd(object):
                 self.proc.wait()
 
 
-def inventory(path, hosts, connection_vars, control_dir):
-    """Inventory of `hosts` replayed hosts. Over ssh each host gets its own ControlPath directory:
-    ansible's ControlPath is a hash of host, port and user, the same for every host on 127.0.0.1,
+def failing_hosts(hosts, share):
+    """The names of the hosts that replay the fault bundle: every round(1/share)-th host (none when share is 0)."""
+    if not share:
+        return []
+    step = max(1, int(round(1.0 / share)))
+    return ['bench%04d' % i for i in range(hosts) if i % step == step - 1]
+
+
+def inventory(path, hosts, connection_vars, control_dir, failing=()):
+    """Inventory of `hosts` replayed hosts (those of `failing` replay the fault bundle). Over ssh each host gets its own
+    ControlPath directory: ansible's ControlPath is a hash of host, port and user, the same for every host on 127.0.0.1,
     and a real fleet opens one master per host."""
     group = {'ansible_python_interpreter': sys.executable, 'xuanwu_profile': 'h200x4-nvlink', 'xuanwu_replay_dir': BUNDLE}
     group.update(connection_vars)
     lines = ['all:', '  vars:'] + ['    %s: %s' % (key, json.dumps(value)) for key, value in sorted(group.items())]
     lines.append('  hosts:')
+    failing = set(failing)
     for i in range(hosts):
+        own = {}
         if control_dir:
-            lines.append('    bench%04d: {ansible_control_path_dir: %s}' % (i, json.dumps(os.path.join(control_dir, str(i)))))
-        else:
-            lines.append('    bench%04d: {}' % i)
+            own['ansible_control_path_dir'] = os.path.join(control_dir, str(i))
+        if 'bench%04d' % i in failing:
+            own['xuanwu_replay_dir'] = FAULT_BUNDLE
+        lines.append('    bench%04d: %s' % (i, json.dumps(own, sort_keys=True)))
     with open(path, 'w') as handle:
         handle.write('\n'.join(lines) + '\n')
 
@@ -385,7 +399,7 @@ def summarise(hosts, rounds, args, runs, version):
     return result
 
 
-COLUMNS = (('hosts', 'hosts', '%d'), ('conn', 'connection', '%s'), ('ping s', 'ping_median_s', '%.2f'), ('play s', 'validate_median_s', '%.2f'),
+COLUMNS = (('hosts', 'hosts', '%d'), ('failing', 'failing_hosts', '%d'), ('conn', 'connection', '%s'), ('ping s', 'ping_median_s', '%.2f'), ('play s', 'validate_median_s', '%.2f'),
            ('ratio', 'ratio_validate_to_ping', '%.2f'), ('ping CPU s', 'ping_cpu_median_s', '%.2f'),
            ('play CPU s', 'validate_cpu_median_s', '%.2f'), ('CPU ratio', 'cpu_ratio_validate_to_ping', '%.2f'),
            ('play ms/host', 'validate_per_host_ms', '%.1f'), ('play CPU ms/host', 'validate_cpu_per_host_ms', '%.1f'),
@@ -394,7 +408,7 @@ COLUMNS = (('hosts', 'hosts', '%d'), ('conn', 'connection', '%s'), ('ping s', 'p
 
 
 def table(results):
-    rows = [[title for title, _key, _fmt in COLUMNS]] + [[fmt % result[key] for _title, key, fmt in COLUMNS] for result in results]
+    rows = [[title for title, _key, _fmt in COLUMNS]] + [[fmt % result.get(key, 0) for _title, key, fmt in COLUMNS] for result in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return '\n'.join('  '.join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows)
 
@@ -447,6 +461,9 @@ def parse_args(argv):
                         help='the playbook measured against ping (default playbooks/validate.yml)')
     parser.add_argument('-e', '--extra-vars', action='append', default=[], metavar='VARS',
                         help='passed as -e to both commands (repeatable)')
+    parser.add_argument('--failing-share', type=float, default=0.0, metavar='F',
+                        help='share of the hosts that replay the demo\'s NVLink-fault bundle (0.1: every 10th); the playbook '
+                             'must then exit 2 and its report fail exactly those hosts')
     parser.add_argument('--json', metavar='FILE', help='write every run and the summaries to FILE')
     parser.add_argument('--from-json', nargs='+', metavar='FILE',
                         help='measure nothing: print the table and the flatness of the results in these --json files')
@@ -455,6 +472,8 @@ def parse_args(argv):
     args.playbook = os.path.abspath(args.playbook)
     if args.forks < 1:
         parser.error('--forks must be at least 1')
+    if not 0 <= args.failing_share <= 1:
+        parser.error('--failing-share must be between 0 and 1')
     if len(args.rounds) == 1:
         args.rounds = args.rounds * len(args.hosts)
     if len(args.rounds) != len(args.hosts):
@@ -468,19 +487,34 @@ def parse_args(argv):
     return args
 
 
-def run_host_count(hosts, rounds, args, runner, commands, version):
+def check_report(reports_dir, failing):
+    """The newest report under ``reports_dir`` fails exactly ``failing`` and passes every other host; else SystemExit."""
+    paths = sorted(glob.glob(os.path.join(reports_dir, '*', 'report.json')), key=os.path.getmtime)
+    if not paths:
+        raise SystemExit('bench: the playbook wrote no report under %s' % reports_dir)
+    with open(paths[-1]) as handle:
+        summary = json.load(handle)['summary']
+    if sorted(summary.get('failed_hosts') or []) != sorted(failing):
+        raise SystemExit('bench: the report failed %s, expected %s' % (summary.get('failed_hosts'), sorted(failing)))
+
+
+def run_host_count(hosts, rounds, args, runner, commands, version, failing=(), reports_dir=None):
     runs = {'ping': [], 'validate': []}
     for rnd in range(rounds):
         order = ['ping', 'validate'] if rnd % 2 == 0 else ['validate', 'ping']
         for name in order:
             load = os.getloadavg()[0]
-            run = runner.measure(commands[name])
+            run = runner.measure(commands[name], expect=(2,) if failing and name == 'validate' else (0,))
+            if name == 'validate' and reports_dir:
+                check_report(reports_dir, failing)
             run['load_1m_at_start'] = load
             runs[name].append(run)
             sys.stderr.write('bench: %d hosts round %d %-8s %7.2f s wall %7.2f s CPU %6.0f MiB tree RSS\n'
                              % (hosts, rnd + 1, name, run['wall_s'], run['cpu_s'], run['tree_rss_peak_mib']))
             sys.stderr.flush()
-    return runs, summarise(hosts, rounds, args, runs, version)
+    result = summarise(hosts, rounds, args, runs, version)
+    result['failing_hosts'] = len(failing)
+    return runs, result
 
 
 def main(argv=None):
@@ -527,13 +561,16 @@ def main(argv=None):
                     'argv': sys.argv, 'results': results, 'runs': {}}
         for hosts, rounds in zip(args.hosts, args.rounds):
             inv = os.path.join(work, 'hosts-%d.yml' % hosts)
-            inventory(inv, hosts, connection_vars, control_dir)
+            failing = failing_hosts(hosts, args.failing_share)
+            inventory(inv, hosts, connection_vars, control_dir, failing)
+            reports_dir = os.path.join(work, 'reports-%d' % hosts)
             commands = {
                 'validate': [os.path.join(bindir, 'ansible-playbook'), '-i', inv, args.playbook,
-                             '-e', 'xuanwu_reports_dir=%s' % os.path.join(work, 'reports-%d' % hosts)] + extra,
+                             '-e', 'xuanwu_reports_dir=%s' % reports_dir] + extra,
                 'ping': [os.path.join(bindir, 'ansible'), '-i', inv, 'all', '-m', 'ansible.builtin.ping'] + extra,
             }
-            runs, result = run_host_count(hosts, rounds, args, runner, commands, version)
+            checked = reports_dir if os.path.basename(args.playbook) == 'validate.yml' else None
+            runs, result = run_host_count(hosts, rounds, args, runner, commands, version, failing, checked)
             results.append(result)
             document['runs'][str(hosts)] = runs
             print('XUANWU_BENCH ' + json.dumps(result, sort_keys=True))
