@@ -76,11 +76,10 @@ def round1(hosts, seed=None):
 
 
 def _names_of(value, what):
-    """A list of host names from a list or a comma-separated text (as ``-e name=a,b`` gives it)."""
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(',') if v.strip()]
+    """A list of host names (sorted, each once)."""
     if not isinstance(value, (list, tuple)) or not all(isinstance(h, str) and h.strip() for h in value):
-        raise IsolationError('%s must be a list of host names (or a comma-separated text), got %r' % (what, value))
+        raise IsolationError('%s must be a list of host names (as JSON on the command line: -e \'{"%s": ["node1", "node2"]}\'), '
+                             'got %r' % (what, what, value))
     return sorted(set(h.strip() for h in value))
 
 
@@ -373,6 +372,10 @@ def _matrix(names, results, floors):
 def _answer(coverage, bad, links, unsure):
     cov = '%d of %d links tested (coverage %s)' % (
         coverage['links_tested'], coverage['links_total'], 'full' if coverage['complete'] else 'partial')
+    if coverage.get('hosts_of_interest') is not None:
+        count = len(coverage['hosts_of_interest'])
+        cov += ', of them %d of the %d links between the %d hosts of interest' % (
+            coverage['links_between_hosts_of_interest'], count * (count - 1) // 2, count)
     if not coverage['complete']:
         cov += '; xuanwu_isolation_coverage=full tests every link'
     if bad or links or unsure:

@@ -389,6 +389,8 @@ def test_targeted_coverage_tests_the_links_of_the_hosts_of_interest_and_referenc
     assert [b['pair'] for b in link['bad_links']] == [chosen[:2]] and link['bad_nodes'] == link['inconclusive'] == []
     assert link['coverage']['links_between_hosts_of_interest'] == 3 and link['coverage']['hosts_of_interest'] == chosen
     assert link['rounds'] == 1 and not link['coverage']['complete']
+    assert link['answer'] == ('0 bad node(s), 1 bad link(s), 0 inconclusive host(s); 9 of 120 links tested (coverage partial), of them 3 '
+                              'of the 3 links between the 3 hosts of interest; xuanwu_isolation_coverage=full tests every link')
     assert sorted(link['not_tested']) == sorted(set(hosts) - set(h for p in pairs for h in p))
     node = iso.run(hosts, fabric(bad=[chosen[2]]), FLOORS, None, 'targeted', chosen)
     assert [b['host'] for b in node['bad_nodes']] == [chosen[2]] and node['bad_links'] == node['inconclusive'] == []
@@ -402,6 +404,7 @@ def test_targeted_coverage_tests_the_links_of_the_hosts_of_interest_and_referenc
     ({'coverage': 'targeted', 'interest': ['a', 'zz']}, 'xuanwu_isolation_hosts_of_interest names host(s) that are not isolated here: zz'),
     ({'coverage': 'targeted', 'interest': {'a': 1}}, 'xuanwu_isolation_hosts_of_interest must be a list of host names'),
     ({'coverage': 'targeted', 'interest': [3]}, 'xuanwu_isolation_hosts_of_interest must be a list of host names'),
+    ({'coverage': 'targeted', 'interest': 'a,b'}, 'as JSON on the command line: -e \'{"xuanwu_isolation_hosts_of_interest": ["node1"'),
     ({'interest': ['a']}, 'xuanwu_isolation_hosts_of_interest is given while xuanwu_isolation_coverage is quick'),
     ({'seed': 'seven'}, 'xuanwu_isolation_seed must be an integer'),
     ({'seed': True}, 'xuanwu_isolation_seed must be an integer'),
@@ -414,5 +417,5 @@ def test_settings_refuse_values_naming_the_variable(kwargs, message):
 
 def test_settings_take_the_values_as_extra_vars_give_them():
     assert iso.settings(['a', 'b', 'c']) == {'seed': None, 'coverage': 'quick', 'interest': []}
-    assert iso.settings(['a', 'b', 'c'], seed='7', coverage='targeted', interest='c, a') == {
+    assert iso.settings(['a', 'b', 'c'], seed='7', coverage='targeted', interest=['c', 'a']) == {
         'seed': 7, 'coverage': 'targeted', 'interest': ['a', 'c']}
