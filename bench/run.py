@@ -399,7 +399,8 @@ def summarise(hosts, rounds, args, runs, version):
     return result
 
 
-COLUMNS = (('hosts', 'hosts', '%d'), ('failing', 'failing_hosts', '%d'), ('conn', 'connection', '%s'), ('ping s', 'ping_median_s', '%.2f'), ('play s', 'validate_median_s', '%.2f'),
+COLUMNS = (('hosts', 'hosts', '%d'), ('failing', 'failing_hosts', '%d'), ('conn', 'connection', '%s'), ('ping s', 'ping_median_s', '%.2f'),
+           ('play s', 'validate_median_s', '%.2f'),
            ('ratio', 'ratio_validate_to_ping', '%.2f'), ('ping CPU s', 'ping_cpu_median_s', '%.2f'),
            ('play CPU s', 'validate_cpu_median_s', '%.2f'), ('CPU ratio', 'cpu_ratio_validate_to_ping', '%.2f'),
            ('play ms/host', 'validate_per_host_ms', '%.1f'), ('play CPU ms/host', 'validate_cpu_per_host_ms', '%.1f'),

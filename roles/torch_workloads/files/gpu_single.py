@@ -52,7 +52,7 @@ def _batches(torch, device, work, seconds, per_batch_s=None):
     while time.monotonic() < deadline or len(out) < 3:
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
-        for _ in range(per_batch):
+        for _call in range(per_batch):
             work()
         end.record()
         end.synchronize()
