@@ -79,7 +79,7 @@ def test_a_capture_made_before_the_probe_says_so_and_never_passes():
 
 
 def test_a_real_gpu_without_nvlink_prints_nothing_and_is_not_judged_on_nvlink():
-    """The lent 1x H200 VM exposes no NVLink: `nvidia-smi nvlink -e` and `--status` print nothing and exit 0
+    """The 1x H200 VM of the captures exposes no NVLink: `nvidia-smi nvlink -e` and `--status` print nothing and exit 0
     (tests/fixtures/hardware/h200x1-vm). No counters, so no gpu.nvlink_errors finding, and no 'not measured' either:
     the probe ran and read every link there is."""
     vm = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h200x1-vm')
