@@ -31,8 +31,9 @@ class Judge(object):
         return self._judged(_checks.check_node(facts, self.profile, host))
 
     def group(self, facts_by_host, keys=_checks.DEFAULT_GROUP_KEYS):
-        """``consistency.<key>`` findings of the hosts whose value differs from the majority."""
-        return self._judged(_checks.check_group(facts_by_host, keys))
+        """``consistency.<key>`` findings of the hosts whose value differs from the majority, host by host: the
+        comparison of the run (``compare_hosts``) with this profile's overrides for every host."""
+        return _flat(compare_hosts(facts_by_host, dict((host, self._overrides) for host in facts_by_host), keys))
 
     def for_section(self, section):
         """The profile whose ``collectives`` curves are those of ``section`` (``collectives`` or
@@ -74,6 +75,11 @@ def compare_hosts(values_by_host, checks_by_host, keys=_checks.DEFAULT_GROUP_KEY
     return dict((host, findings) for host, findings in judged.items() if findings)
 
 
+def _flat(by_host):
+    """``{host: [finding, ...]}`` as one list, host by host in name order."""
+    return [finding for host in sorted(by_host) for finding in by_host[host]]
+
+
 def device_bounds(facts):
     """Bounds a host's GPUs report of themselves, from its probe facts: ``{'gtemp_max_c': the maximum operating
     temperature its GPUs report}`` (``{}`` when no GPU reports one, or the facts are not a mapping). The GPUs of a node
@@ -94,5 +100,5 @@ def evaluate(facts, profile, host):
 def evaluate_group(facts_by_host, keys=_checks.DEFAULT_GROUP_KEYS, profile=None):
     """``Judge(profile).group`` without site overrides when there is no profile."""
     if profile is None:
-        return _checks.check_group(facts_by_host, keys)
+        return _flat(compare_hosts(facts_by_host, {}, keys))
     return Judge(profile).group(facts_by_host, keys)
