@@ -1,12 +1,14 @@
-"""The fuzz table: one line per parser (``FUZZ``, at the end), which every fuzz test (test_fuzz_*.py) reads, and the
-strategies and checks they share.
+"""The fuzz table (``FUZZ``), which every fuzz test (test_fuzz_*.py) reads, and the strategies and checks they share.
 
-A line names the parser, its corpus (fixture files under tests/fixtures/, as globs, and samples written here), what
-it returns and, where more must hold of a result, a check. test_fuzz_parsers.py runs every line: the corpus parses;
-truncated, line- and byte-edited, token-spliced, shuffled, JSON-rewritten and random texts, and texts whose numbers
-are replaced by huge or non-finite ones, give a result of that type (finite numbers, the check holds) or ParseError,
-nothing else; a value that is not text is a ParseError. test_fuzz_parsers.py also fails while a ``parse_<name>`` of
-plugins/module_utils/_parse_*.py has no line.
+Every parser is in the table: each ``parse_<name>`` of plugins/module_utils/_parse_*.py (what the filter
+xuanwu.cluster.parse finds) and each parser a case file names. Its corpus is the text of each of its parser cases
+that parses (cases/<area>.yaml, case_files.fuzz_seeds), so a new parser with a case of its real output needs nothing
+here. A line of ``LINES`` (at the end) adds what a parser needs beyond that: more fixture files (globs under
+tests/fixtures/) or samples, the type it returns where its corpus does not say it, a check of what else must hold of a
+result, or another handling of values that are not text. test_fuzz_parsers.py runs every entry: the corpus parses;
+truncated, line- and byte-edited, token-spliced, shuffled, JSON-rewritten and random texts, and texts whose numbers are
+replaced by huge or non-finite ones, give a result of that type (finite numbers, the check holds) or ParseError,
+nothing else; a value that is not text is a ParseError. It fails while a parser has no corpus.
 """
 import copy
 import glob
@@ -21,7 +23,9 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _collectives, _dmon_checks, _parse_amd as amd, _parse_clock_events as clock, _parse_dmon as dmon, _parse_host as host,
     _parse_ib as ib, _parse_nccl as nccl, _parse_net as net, _parse_nvidia as nv, _scheduler as sched,
 )
+from ansible_collections.xuanwu.cluster.plugins.filter import parse as parse_filter
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import case_files
 
 FIXTURES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures'))
 
@@ -90,13 +94,14 @@ def assert_finite(value, where='result'):
 # ------------------------------------------------------------------------------------------------- the table
 
 class Fuzzed(object):
-    """One line of the fuzz table: ``parser``, its corpus (``files``: globs under tests/fixtures/, README.md left out;
-    ``samples``: texts written here), ``returns`` (the type of a result), ``check(result, text)`` (what else must hold)
-    and ``non_text``: ``raises`` (anything but text is a ParseError), ``decodes`` (bytes are read as their UTF-8, the
-    rest raises), ``lenient`` (free-form log text: any text reads, never a ParseError; None and bytes too) or None (not
-    asked: the scheduler's parsers read the text of a command the collection runs itself)."""
+    """What the fuzz tests know of one parser: ``parser``, its corpus (``files``: globs under tests/fixtures/,
+    README.md left out; ``samples``: texts written here; and the texts of its parser cases, ``add_seeds``),
+    ``returns`` (the type of a result; None: the one type its corpus gives), ``check(result, text)`` (what else must
+    hold) and ``non_text``: ``raises`` (anything but text is a ParseError), ``decodes`` (bytes are read as their UTF-8,
+    the rest raises), ``lenient`` (free-form log text: any text reads, never a ParseError; None and bytes too) or None
+    (not asked: the scheduler's parsers read the text of a command the collection runs itself)."""
 
-    def __init__(self, parser, files=(), samples=(), returns=dict, check=None, non_text='raises'):
+    def __init__(self, parser, files=(), samples=(), returns=None, check=None, non_text='raises'):
         self.parser = parser
         self.name = parser.__name__
         found = dict((pattern, sorted(path for path in glob.glob(os.path.join(FIXTURES, pattern)) if not path.endswith('README.md')))
@@ -104,10 +109,26 @@ class Fuzzed(object):
         self.files = sorted(set(path for paths in found.values() for path in paths))
         self.unmatched = [pattern for pattern in files if not found[pattern]]
         self.texts = [_read(path) for path in self.files] + list(samples)
-        self.lines = [line for sample in self.texts for line in sample.split('\n')[:80]]
-        self.returns = returns
+        self.declared = returns
         self.check = check
         self.non_text = non_text
+        self.returns = returns or dict
+        self.inferred = None
+        self.lines = []
+
+    def add_seeds(self, texts):
+        """The texts of the parser's cases join its corpus; what it returns is settled (``returns``)."""
+        self.texts.extend(text for text in texts if text not in self.texts)
+        self.lines = [line for sample in self.texts for line in sample.split('\n')[:80]]
+        kinds = set()
+        for text in self.texts:
+            try:
+                kinds.add(type(self.parser(text)))
+            except ParseError:
+                continue
+        self.inferred = kinds.pop() if len(kinds) == 1 else None
+        self.returns = self.declared or self.inferred or dict
+        return self
 
     def __repr__(self):
         return self.name
@@ -367,42 +388,27 @@ _IBSTAT_PANIC = ("CA 'mlx4_0'\n\tCA type: MT4099\n\tPort 1:\n\t\tState: Active\n
 _NVCC = ('nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\nBuilt on Wed_Aug_20_01:58:59_PM_PDT_2025\n'
          'Cuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n')
 
-# One line per parser: adding a parser to the fuzz tests is adding its line (docs/architecture.md, "Add a probe").
-FUZZ = [
+# What a parser needs beyond the texts of its cases (the module docstring); a parser without a line is fuzzed all the same.
+LINES = [
     # InfiniBand
     Fuzzed(ib.parse_ibstat, [_VM + 'ibstat.txt', 'derived/ib/ibstat_*'], [_IBSTAT_PANIC]),
     Fuzzed(ib.parse_ib_counters, ['derived/ib/ib_counters_*']),
-    Fuzzed(ib.parse_ib_write_bw, ['derived/ib_write_bw/client_*', 'derived/ib_write_bw/server_*']),
     # network
-    Fuzzed(net.parse_ip_link, [_VM + 'ip_-j_link_show.json', 'derived/net/ip_-j_*']),
-    Fuzzed(net.parse_ethtool, [_VM + 'ethtool_eth0.txt', 'derived/net/ethtool_ens*']),
-    Fuzzed(net.parse_ethtool_driver, [_VM + 'ethtool_-i_eth0.txt', 'derived/net/ethtool_-i_*']),
-    Fuzzed(net.parse_roce_ecn, ['derived/net/roce_ecn_*']),
     Fuzzed(net.parse_dcb_pfc, ['derived/net/dcb_*'], ['{"prio_pfc":{"0":"off","3":"on"}}']),
-    Fuzzed(net.parse_mlnx_qos, ['derived/net/mlnx_qos_*']),
     Fuzzed(net.parse_route_get, [_VM + '*route_get_[!o]*', 'derived/net/ip_route_get_*'],   # not oif_ib0_missing: no route
            ['10.0.0.3 via 10.0.0.1 dev ib0 src 10.0.0.2 uid 0\n']),
     Fuzzed(net.parse_ip_addr, [_VM + 'ip_-j_addr_show_scope_global.json'], ['[]'], returns=list),
     Fuzzed(net.parse_mtu, [_VM + 'sys_class_net_eth0_mtu.txt'], ['9000\n', '65536'], returns=int),
-    Fuzzed(net.parse_dcb_app, [], ['{"dscp_prio":[[26,3],[24,3],[24,5],[48,6]]}', '[{"dscp_prio":[{"dscp":24,"prio":3}]}]']),
     Fuzzed(net.parse_link_events, ['derived/net/kernel-log_*', 'derived/nvidia/kernel-log_*'], non_text='lenient'),
     # host
-    Fuzzed(host.parse_os_release, [_VM + 'os-release.txt', _H200 + 'os-release.txt']),
     Fuzzed(host.parse_uname, [_VM + 'uname_-a.txt', _H200 + 'uname_-a.txt'],
            ['Linux n1 5.15.0-119-generic #129-Ubuntu SMP Fri Aug 2 19:25:20 UTC 2024 x86_64 x86_64 x86_64 GNU/Linux\n']),
+    Fuzzed(host.parse_nccl_version, [], returns=(str, type(None))),
     Fuzzed(host.parse_proc_modules, ['derived/host/proc_modules_*'], ['Module Size Used by\nnvidia 1 0\n'], returns=list),
-    Fuzzed(host.parse_chronyc_tracking, [_VM + 'chronyc_tracking.txt', _VM + 'chronyc_-c_tracking.txt', 'derived/host/chronyc_*']),
-    Fuzzed(host.parse_ss_listening, ['derived/host/ss_*'], returns=list),
     Fuzzed(host.parse_proc_net_listening, ['derived/host/proc_net_listening_*'], returns=list),
-    Fuzzed(host.parse_df, ['derived/host/df_*'], returns=list),
-    Fuzzed(host.parse_ulimit_memlock, [_VM + 'ulimit_-l.txt'], ['unlimited\n']),
-    Fuzzed(host.parse_lspci_acs, [_VM + 'lspci_-vvv.txt', 'derived/host/lspci_*']),
-    Fuzzed(host.parse_nccl_version, [_H200 + 'torch_version.txt'], ['22809\n', '2708', '2.28.9', 'NCCL version 2.28.9+cuda13.0'],
-           returns=(str, type(None))),
     Fuzzed(host.parse_ps, ['derived/host/ps_*'], returns=list),
     Fuzzed(host.parse_modprobe_config, ['derived/host/modprobe_d_*'], ['/etc/modprobe.d/a.conf:install amdgpu /bin/false\n']),
     Fuzzed(host.parse_kernel_cmdline, [], ['BOOT_IMAGE=/vmlinuz ro modprobe.blacklist=amdgpu,nouveau dyndbg="a b" nomodeset\n']),
-    Fuzzed(host.parse_modinfo, ['derived/host/modinfo_*']),
     # NVIDIA
     Fuzzed(nv.parse_query_gpu, [_H200 + 'nvidia-smi_--query-gpu.csv', 'derived/nvidia/query-gpu_*'], returns=list,
            check=query_gpu_devices, non_text='decodes'),
@@ -422,7 +428,6 @@ FUZZ = [
     Fuzzed(amd.parse_amd_bad_pages, ['amd/amd-smi_bad-pages_*'], non_text='decodes'),
     Fuzzed(amd.parse_amd_topology, ['amd/amd-smi_topology_*'], non_text='decodes'),
     Fuzzed(amd.parse_amd_xgmi, ['amd/amd-smi_xgmi_*'], non_text='decodes'),
-    Fuzzed(amd.parse_amd_version, ['amd/amd-smi_version.txt']),
     Fuzzed(amd.parse_rocm_smi_allinfo, ['amd/rocm-smi_--showallinfo_*'], check=amd_devices, non_text='decodes'),
     Fuzzed(amd.parse_rocm_smi_topo, ['amd/rocm-smi_--showtopo_*'], non_text='decodes'),
     # workloads: dmon samples, clock event reasons, nccl-tests
@@ -440,6 +445,23 @@ FUZZ = [
     Fuzzed(sched.parse_systemctl_is_active, [], ['active\n', 'inactive\n', 'failed\n', 'activating\n'], check=unit_state,
            non_text=None),
 ]
+
+
+def table(lines):
+    """Every parser of ``lines``, of the filter and of the case files (a ``parse_<name>``; the cases of a helper such as
+    ``nvml_init_error`` are not a corpus), each once, its case texts added to its line."""
+    seeds = case_files.fuzz_seeds()
+    entries = dict((line.parser, line) for line in lines)
+    assert len(entries) == len(lines), 'a parser has two lines: %s' % sorted(line.name for line in lines)
+    order = [line.parser for line in lines]
+    for parser in list(parse_filter.PARSERS.values()) + [parser for parser in seeds if parser.__name__.startswith('parse_')]:
+        if parser not in entries:
+            entries[parser] = Fuzzed(parser)
+            order.append(parser)
+    return [entries[parser].add_seeds(seeds.get(parser, ())) for parser in order]
+
+
+FUZZ = table(LINES)
 BY_PARSER = dict((entry.parser, entry) for entry in FUZZ)
 
 

@@ -25,7 +25,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
 )
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
-from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node, case_files
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 
@@ -433,7 +433,8 @@ def probe_status(key, status, error='boom', excerpt=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Cases: (check id, base, mutation, profile override). FAIL: the check must report; PASS: it must not.
+# Cases: (check id, base, mutation, profile override). FAIL: the check must report; PASS: it must not. The check
+# cases of the case files (cases/<area>.yaml, written as data: case_files.py) join them.
 
 FAIL_CASES = [
     ('gpu.amd_tools_missing', 'mi300x', amd_tools_missing, None),
@@ -494,7 +495,6 @@ FAIL_CASES = [
     ('host.time_sync', 'hgx', setp('host.time.synchronised', False), None),
     ('host.time_offset', 'hgx', setp('host.time.offset_seconds', -0.5), None),
     ('host.memlock', 'hgx', both(setp('host.memlock_unlimited', False), setp('host.memlock_kib', 8192)), None),
-    ('host.disk_free', 'hgx', setp('host.disks./.free_bytes', 10 * 10 ** 9), None),
     ('host.port_in_use', 'hgx', listen(29500), None),
     ('host.pcie_acs', 'hgx', setp('host.pcie_acs.enabled', ['0000:00:01.0', '0000:40:01.1']), None),
     ('gpu.compute_mode', 'h200x4', setp('gpu.devices.1.compute_mode', 'Exclusive_Process'), None),
@@ -569,7 +569,6 @@ PASS_CASES = [
     ('host.time_sync', 'hgx', None, None),
     ('host.time_offset', 'hgx', setp('host.time.offset_seconds', 0.099), None),
     ('host.memlock', 'hgx', None, None),
-    ('host.disk_free', 'hgx', setp('host.disks./.free_bytes', 50 * 10 ** 9), None),
     ('host.port_in_use', 'hgx', listen(29501), None),
     ('host.pcie_acs', 'hgx', setp('host.pcie_acs.enabled', ['0000:00:01.0']), {'host': {'pcie_acs_must_be_disabled': False}}),
     ('gpu.compute_mode', 'h200x4', setp('gpu.devices.1.compute_mode', 'Exclusive_Process'),
@@ -583,6 +582,46 @@ PASS_CASES = [
     ('software.cuda_toolkit_version', 'hgx', setp('software.cuda_toolkit_version', '12.4.131'), None),
     ('software.nccl_version', 'h200x4', None, None),
 ]
+
+
+def _put(path, value):
+    """Mutation of a check case's ``set``: facts[path] = value, the dicts on the way made where missing."""
+    def mutate(facts):
+        parts = path.split('.')
+        cur = facts
+        for part in parts[:-1]:
+            cur = cur[int(part)] if isinstance(cur, list) else cur.setdefault(part, {})
+        if isinstance(cur, list):
+            cur[int(parts[-1])] = copy.deepcopy(value)
+        else:
+            cur[parts[-1]] = copy.deepcopy(value)
+    return mutate
+
+
+def _drop(path):
+    """Mutation of a check case's ``delete``: facts[path] removed."""
+    def mutate(facts):
+        parts = path.split('.')
+        cur = facts
+        for part in parts[:-1]:
+            cur = cur[int(part)] if isinstance(cur, list) else cur[part]
+        del cur[int(parts[-1]) if isinstance(cur, list) else parts[-1]]
+    return mutate
+
+
+def _from_case_file(area, case):
+    """A check case of cases/<area>.yaml (the format: case_files.py) as (check id, base, mutation, profile override)."""
+    unknown = set(case) - {'id', 'check', 'base', 'set', 'delete', 'profile', 'finds'}
+    assert not unknown and case.get('base') in BASES and isinstance(case.get('finds'), bool), (
+        'cases/%s.yaml, case %r: keys id, check, base (one of %s), set, delete, profile, finds (true or false); got %s'
+        % (area, case['id'], sorted(BASES), sorted(case)))
+    mutations = [_put(path, value) for path, value in (case.get('set') or {}).items()]
+    mutations += [_drop(path) for path in case.get('delete') or ()]
+    return pytest.param(case['check'], case['base'], both(*mutations), case.get('profile'), id='%s:%s' % (area, case['id']))
+
+
+FAIL_CASES += [_from_case_file(area, case) for area, case in case_files.check_cases() if case['finds']]
+PASS_CASES += [_from_case_file(area, case) for area, case in case_files.check_cases() if not case['finds']]
 
 
 def _group_facts(**changes):
@@ -610,15 +649,19 @@ GROUP_PASS = [
 
 
 def test_every_check_has_a_failing_and_a_passing_case():
-    failing = set(c[0] for c in FAIL_CASES) | set(c[0] for c in GROUP_FAIL)
-    passing = set(c[0] for c in PASS_CASES) | set(c[0] for c in GROUP_PASS)
+    failing = set(_check_of(c) for c in FAIL_CASES) | set(c[0] for c in GROUP_FAIL)
+    passing = set(_check_of(c) for c in PASS_CASES) | set(c[0] for c in GROUP_PASS)
     assert failing == set(CHECKS), 'checks without a failing case: %s; unknown: %s' % (
         sorted(set(CHECKS) - failing), sorted(failing - set(CHECKS)))
     assert passing == set(CHECKS), 'checks without a passing case: %s; unknown: %s' % (
         sorted(set(CHECKS) - passing), sorted(passing - set(CHECKS)))
 
 
-@pytest.mark.parametrize('check, base, mutate, override', FAIL_CASES, ids=[c[0] for c in FAIL_CASES])
+def _check_of(case):
+    return case.values[0] if hasattr(case, 'values') else case[0]
+
+
+@pytest.mark.parametrize('check, base, mutate, override', FAIL_CASES, ids=[_check_of(c) for c in FAIL_CASES])
 def test_check_fails(check, base, mutate, override):
     findings = run_case(base, mutate, override)
     hits = [f for f in findings if f['check'] == check]
@@ -629,7 +672,7 @@ def test_check_fails(check, base, mutate, override):
             assert finding['severity'] == CHECKS[check]['default_severity']
 
 
-@pytest.mark.parametrize('check, base, mutate, override', PASS_CASES, ids=[c[0] for c in PASS_CASES])
+@pytest.mark.parametrize('check, base, mutate, override', PASS_CASES, ids=[_check_of(c) for c in PASS_CASES])
 def test_check_passes(check, base, mutate, override):
     findings = run_case(base, mutate, override)
     assert not [f for f in findings if f['check'] == check], [f for f in findings if f['check'] == check]

@@ -8,19 +8,31 @@ from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.filter import parse as parse_filter
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import case_files
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import (
-    FUZZ, accept, judge, mutated, numbers_injected,
+    FUZZ, LINES, accept, judge, mutated, numbers_injected,
 )
 
 SETTINGS = settings()
 
 
-def test_every_parser_has_a_line():
-    """Each parse_<name> of plugins/module_utils/_parse_*.py (what the filter xuanwu.cluster.parse finds) is fuzzed."""
+def test_every_parser_is_fuzzed_with_a_corpus():
+    """Each parse_<name> of plugins/module_utils/_parse_*.py (what the filter xuanwu.cluster.parse finds) is fuzzed,
+    once, from a corpus: the texts of its parser cases (cases/<area>.yaml) and of its line of fuzzing.LINES, if any."""
     fuzzed = set(entry.parser for entry in FUZZ)
-    missing = sorted(name for name, parser in parse_filter.PARSERS.items() if parser not in fuzzed)
-    assert not missing, 'add a line to the fuzz table (tests/unit/plugins/module_utils/fuzzing.py) for: %s' % missing
-    assert len(fuzzed) == len(FUZZ), 'a parser has two lines'
+    assert set(parse_filter.PARSERS.values()) <= fuzzed and len(fuzzed) == len(FUZZ)
+    bare = sorted(entry.name for entry in FUZZ if not entry.texts)
+    assert not bare, ('no corpus for %s: add a case of its real output (input: <file under tests/fixtures/>) to '
+                      'tests/unit/plugins/module_utils/cases/<area>.yaml' % bare)
+
+
+def test_a_line_only_says_what_the_cases_do_not():
+    """A line of fuzzing.LINES that neither adds files or samples nor says more than the cases (type, check, values that
+    are not text) is one edit too many: the cases alone register a parser."""
+    seeds = case_files.fuzz_seeds()
+    idle = [line.name for line in LINES if not line.unmatched and len(line.texts) == len(seeds.get(line.parser, ()))
+            and line.check is None and line.non_text == 'raises' and line.declared in (None, line.inferred)]
+    assert not idle, 'lines that add nothing to the cases: %s' % idle
 
 
 @pytest.mark.parametrize('entry', FUZZ, ids=repr)

@@ -1,50 +1,16 @@
-"""Data-driven parser tests: every ``cases/*.yaml`` file lists captured tool outputs and the facts
-each must produce (community.general's ``test_xfconf_info.{py,yaml}`` pattern).
-
-A case::
-
-    - id: h200x4 query-gpu            # unique within the file
-      parser: _parse_nvidia.parse_query_gpu
-      input: hardware/h200x4-nvlink/nvidia-smi_--query-gpu.csv   # under tests/fixtures/, or
-      text: "inline text"                                         # the raw output inline
-      expected: {...}      # the whole return value must equal this, or
-      subset: {...}        # these keys (recursively, lists by position) must match, and/or
-      error: "substring"   # the parser must raise ParseError whose message contains this
-"""
-import glob
-import importlib
-import os
-
+"""Data-driven parser tests: every parser case of ``cases/*.yaml`` (the format: case_files.py) names a captured tool
+output and the facts it must produce (community.general's ``test_xfconf_info.{py,yaml}`` pattern)."""
 import pytest
-import yaml
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, section_errors
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import case_files
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'fixtures'))
-PKG = 'ansible_collections.xuanwu.cluster.plugins.module_utils.'
+_resolve = case_files.resolve
+_read = case_files.read
 
 
 def _load_cases():
-    cases = []
-    for path in sorted(glob.glob(os.path.join(HERE, 'cases', '*.yaml'))):
-        with open(path) as handle:
-            data = yaml.safe_load(handle) or []
-        for case in data:
-            cases.append(pytest.param(case, id='%s:%s' % (os.path.basename(path)[:-5], case['id'])))
-    return cases
-
-
-def _resolve(dotted):
-    module, func = dotted.rsplit('.', 1)
-    return getattr(importlib.import_module(PKG + module), func)
-
-
-def _read(case):
-    if 'text' in case:
-        return case['text']
-    with open(os.path.join(FIXTURES, case['input'])) as handle:
-        return handle.read()
+    return [pytest.param(case, id='%s:%s' % (area, case['id'])) for area, case in case_files.parser_cases()]
 
 
 def assert_subset(actual, expected, where='result'):
