@@ -63,6 +63,17 @@ def facts_md(_current):
     return _module_utils('_facts').facts_markdown()
 
 
+PARSER_CHOICES = re.compile(r'(\n    parser:\n(?:      .*\n)*?      choices:\n)((?:        - .*\n)+)')
+
+
+def parse_filter_yml(current):
+    """plugins/filter/parse.yml: the filter's documentation as written, its ``parser`` choices the parsers it finds."""
+    if not PARSER_CHOICES.search(current):
+        raise ValueError('plugins/filter/parse.yml lost the choices of its parser option')
+    names = sorted(import_module('plugins.filter.parse').PARSERS)
+    return PARSER_CHOICES.sub(lambda match: match.group(1) + ''.join('        - %s\n' % name for name in names), current, count=1)
+
+
 # page (relative to the repository root) -> function(the page as it is) -> the page as it must be
 PAGES = (
     ('docs/checks.md', checks_md),
@@ -70,6 +81,7 @@ PAGES = (
     ('docs/capture-format.md', capture_format_md),
     ('docs/fault-corpus.md', fault_corpus_md),
     ('docs/facts.md', facts_md),
+    ('plugins/filter/parse.yml', parse_filter_yml),
 )
 
 

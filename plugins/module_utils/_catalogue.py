@@ -55,6 +55,10 @@ AREAS = (
 
 CATALOGUE = _findings.join(*(checks for _title, _where, checks in AREAS))
 
+# Modules whose checks read profile keys they declare themselves (``PROFILE_KEYS``: {section: {key: spec}}, the spec
+# language of _profile), next to the code that reads them; the profile schema takes them in.
+PROFILE_KEYS = tuple((module.__name__.rsplit('.', 1)[-1], module.PROFILE_KEYS) for module in (_checks_host,))
+
 
 def titles():
     """{check id: title} of every check."""

@@ -1,8 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Node checks of the host (OS, kernel, time, disks, ports, memlock, ACS), hygiene before a job
-(``_hygiene``) and the software stack (driver, CUDA, NCCL). Called by ``_checks.check_node``. Pure: no I/O."""
+"""Node checks of the host (OS, kernel, time, disks, memory headroom, storage, ports, memlock, ACS), hygiene before a
+job (``_hygiene``) and the software stack (driver, CUDA, NCCL). Called by ``_checks.check_node``. Pure: no I/O.
+
+``PROFILE_KEYS``: the profile keys that only these checks read, declared next to them; the profile schema
+(``_profile.SCHEMA``) takes them in under their section."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -44,6 +47,29 @@ CHECKS = {
         'Free disk space', 'disk <path>', 'fail', 'free bytes at the path >= min_free_gb * 10^9',
         'Free space on {path}: `du -xh {path} | sort -h | tail`, clean caches/containers/old checkpoints (e.g. '
         '`docker system prune`), or grow the filesystem.'),
+    'host.memory_available': _c(
+        'Memory headroom', 'memory', 'fail',
+        'MemAvailable >= host.memory.available_min_gib and >= host.memory.available_min_percent of MemTotal',
+        'Little memory is left for the job\'s DataLoader workers and pinned buffers (field guide 3.4): look for what holds '
+        'it with `ps -eo pid,user,rss,args --sort=-rss | head` and `grep -E "Shmem|Slab|Hugetlb" /proc/meminfo` (a leftover '
+        'job, a tmpfs or /dev/shm filled by an earlier run, huge pages reserved), free it, or lower num_workers.'),
+    'host.swap': _c(
+        'Swap enabled', 'memory', 'warn', 'SwapTotal is 0 where host.memory.swap_allowed is false',
+        'A training node that swaps stalls its ranks and the whole job with them: turn swap off (`swapoff -a`, and remove '
+        'the swap entry from /etc/fstab or mask the swap unit), or set host.memory.swap_allowed if the site wants it.'),
+    'host.hugepages': _c(
+        'Memory reserved for huge pages', 'memory', 'fail', 'HugePages_Total x Hugepagesize <= host.memory.hugepages_max_gib',
+        'Huge pages are reserved at boot or by `vm.nr_hugepages` and no ordinary allocation can use them: set '
+        '`sysctl -w vm.nr_hugepages=0` (and remove it from /etc/sysctl.d/ and the kernel command line, `hugepages=`) unless '
+        'the workload needs them, then raise host.memory.hugepages_max_gib.'),
+    'host.storage_kind': _c(
+        'Storage path on the wrong kind of file system', 'storage <path>', 'fail',
+        'the mount holding each host.storage path is shared (NFS, Lustre, GPFS, BeeGFS, CephFS...) or local as the '
+        'profile says, and of one of its fstypes',
+        'See what holds the path with `findmnt -T {path}`. A shared path on a local file system means the shared mount is '
+        'missing (check /etc/fstab or the automounter, `mount {path}`) and the job would read a stale local copy; a local '
+        'cache on a network file system makes every node read over the network (field guide 3.4: cache the dataset on '
+        'local NVMe or use a parallel file system).'),
     'host.port_in_use': _c(
         'Port already in use', 'port <n>/<proto>', 'fail', 'nothing listens on the ports of host.ports_must_be_free',
         'Find the owner with `ss -lntup | grep :{port}` and stop it (a stale training job or rendezvous store), or change '
@@ -95,6 +121,42 @@ CHECKS = {
 }
 
 
+_GIB = 2 ** 30
+
+# The profile keys of the memory and storage checks (docs/profiles.md shows them under host).
+PROFILE_KEYS = {'host': {
+    'memory': {
+        'type': 'dict', 'description': 'Host memory headroom for the job (field guide 3.4; /proc/meminfo). A key left out is '
+                                       'not judged.',
+        'keys': {
+            'available_min_gib': {'type': 'float', 'min': 0, 'description': 'Fail when MemAvailable is below this, GiB.'},
+            'available_min_percent': {'type': 'float', 'min': 0, 'max': 100,
+                                      'description': 'Fail when MemAvailable is below this share of MemTotal, %.'},
+            'swap_allowed': {'type': 'bool', 'description': 'false: warn while any swap is configured.'},
+            'hugepages_max_gib': {'type': 'float', 'min': 0,
+                                  'description': 'Fail when the huge pages reserved (HugePages_Total x Hugepagesize) exceed '
+                                                 'this, GiB: no ordinary allocation can use them.'},
+        },
+    },
+    'storage': {
+        'type': 'list', 'default': [],
+        'description': 'Where the data lives (field guide 3.4; /proc/mounts): each path on a shared file system (a dataset '
+                       'every node reads) or a local one (a cache). Free space is host.disks.',
+        'elements': {
+            'type': 'dict', 'description': 'One path.',
+            'keys': {
+                'path': {'type': 'str', 'required': True, 'pattern': r'^/[^\x00-\x1f]*$', 'description': 'Absolute path.'},
+                'kind': {'type': 'str', 'required': True, 'choices': ['shared', 'local'],
+                         'description': 'shared: NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, GlusterFS, WekaFS, JuiceFS or DAOS; '
+                                        'local: any other type.'},
+                'fstypes': {'type': 'list', 'elements': {'type': 'str'}, 'min_items': 1,
+                            'description': 'The file system types allowed (as /proc/mounts names them: nfs4, lustre...).'},
+            },
+        },
+    },
+}}
+
+
 # ---------------------------------------------------------------------------------------------
 # Host.
 
@@ -124,6 +186,8 @@ def check_host(run):
             run.add('host.memlock', 'host', '%s KiB' % host.get('memlock_kib'), 'unlimited',
                     'locked-memory limit (ulimit -l) is %s KiB, RDMA wants unlimited' % host.get('memlock_kib'))
     _check_disks(run, want, host)
+    _check_memory(run, want.get('memory') or {}, host)
+    _check_storage(run, want.get('storage') or [], host)
     _check_ports(run, want, host)
     if want['pcie_acs_must_be_disabled']:
         acs = host.get('pcie_acs')
@@ -184,15 +248,16 @@ def _check_time(run, want, host):
                     'the clock is %.3f ms %s' % (abs(offset) * 1000.0, 'ahead' if offset > 0 else 'behind'))
 
 
-def _mount_of(disks, path):
+def _mount_of(entries, path):
+    """The entry of ``entries`` (dicts with a ``mount``: df rows, /proc/mounts lines in order) whose mount point is
+    ``path`` or its longest parent; of entries on the same point, the last (a later mount hides the earlier)."""
     best = None
-    for entry in disks.values():
+    for entry in entries:
         mount = entry.get('mount') if isinstance(entry, dict) else None
-        if not isinstance(mount, str):
+        if not isinstance(mount, str) or not (path == mount or path.startswith(mount.rstrip('/') + '/')):
             continue
-        if path == mount or path.startswith(mount.rstrip('/') + '/'):
-            if best is None or len(mount) > len(best.get('mount')):
-                best = entry
+        if best is None or len(mount) >= len(best['mount']):
+            best = entry
     return best
 
 
@@ -205,7 +270,7 @@ def _check_disks(run, want, host):
         return
     for item in want['disks']:
         path = item['path']
-        entry = disks.get(path) if isinstance(disks.get(path), dict) else _mount_of(disks, path)
+        entry = disks.get(path) if isinstance(disks.get(path), dict) else _mount_of(disks.values(), path)
         comp = 'disk %s' % path
         if entry is None:
             run.not_measured(comp, 'free space', 'df -h %s' % path)
@@ -216,6 +281,74 @@ def _check_disks(run, want, host):
         elif free < item['min_free_gb'] * 1e9:
             run.add('host.disk_free', comp, '%.1f GB' % (free / 1e9), '>= %s GB' % _g(item['min_free_gb']),
                     '%s has %.1f GB free, profile wants at least %s GB' % (path, free / 1e9, _g(item['min_free_gb'])), path=path)
+
+
+def _check_memory(run, want, host):
+    if all(want.get(key) is None for key in PROFILE_KEYS['host']['memory']['keys']):
+        return
+    memory = host.get('memory')
+    if not isinstance(memory, dict):
+        run.unknown(['meminfo'], 'memory', 'memory headroom (/proc/meminfo)')
+        return
+    total = _num(memory.get('total_bytes'))
+    floors = []
+    if want.get('available_min_gib') is not None:
+        floors.append((want['available_min_gib'] * _GIB, '%s GiB' % _g(want['available_min_gib'])))
+    if want.get('available_min_percent') is not None and total:
+        share = want['available_min_percent']
+        floors.append((total * share / 100.0, '%s GiB (%s%% of %.0f GiB)' % (_g(round(total * share / 100.0 / _GIB, 1)), _g(share), total / _GIB)))
+    available = _num(memory.get('available_bytes'))
+    if floors and available is None:
+        run.not_measured('memory', 'MemAvailable', 'grep MemAvailable /proc/meminfo')
+    elif floors:
+        floor, words = max(floors)
+        if available < floor:
+            run.add('host.memory_available', 'memory', '%.1f GiB' % (available / _GIB), '>= %s' % words,
+                    'MemAvailable is %.1f GiB of %.0f GiB, the profile wants at least %s' % (available / _GIB, (total or 0) / _GIB, words))
+    swap = _num(memory.get('swap_total_bytes'))
+    if want.get('swap_allowed') is False:
+        if swap is None:
+            run.not_measured('memory', 'SwapTotal', 'grep SwapTotal /proc/meminfo')
+        elif swap > 0:
+            used = swap - (_num(memory.get('swap_free_bytes')) or 0)
+            run.add('host.swap', 'memory', '%.1f GiB of swap (%.1f GiB used)' % (swap / _GIB, used / _GIB), 'no swap',
+                    '%.1f GiB of swap is configured, %.1f GiB of it in use; the profile allows none' % (swap / _GIB, used / _GIB))
+    if want.get('hugepages_max_gib') is not None:
+        reserved = _num(memory.get('hugepages_bytes'))
+        if reserved is None:
+            run.not_measured('memory', 'huge pages reserved', 'grep -i huge /proc/meminfo')
+        elif reserved > want['hugepages_max_gib'] * _GIB:
+            run.add('host.hugepages', 'memory', '%.1f GiB' % (reserved / _GIB), '<= %s GiB' % _g(want['hugepages_max_gib']),
+                    '%d huge pages reserve %.1f GiB that no ordinary allocation can use, over the profile\'s %s GiB'
+                    % (memory.get('hugepages_total') or 0, reserved / _GIB, _g(want['hugepages_max_gib'])))
+
+
+def _check_storage(run, want, host):
+    if not want:
+        return
+    mounts = host.get('mounts')
+    if not isinstance(mounts, list):
+        run.unknown(['mounts'], 'storage', 'the file systems of the storage paths (/proc/mounts)')
+        return
+    for item in want:
+        path = item['path']
+        comp = 'storage %s' % path
+        entry = _mount_of(mounts, path)
+        if entry is None:
+            run.not_measured(comp, 'the file system holding it', 'findmnt -T %s' % path)
+            continue
+        fstype = entry.get('fstype')
+        what = '%s (%s on %s)' % (fstype, entry.get('device'), entry.get('mount'))
+        if item.get('fstypes') and fstype not in item['fstypes']:
+            expected = ' or '.join(item['fstypes'])
+        elif item['kind'] == 'shared' and not entry.get('shared'):
+            expected = 'a shared file system'
+        elif item['kind'] == 'local' and entry.get('shared'):
+            expected = 'a local file system'
+        else:
+            continue
+        run.add('host.storage_kind', comp, what, expected,
+                '%s is on %s, the profile expects %s (%s)' % (path, what, expected, item['kind']), path=path)
 
 
 def _check_ports(run, want, host):

@@ -499,6 +499,28 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'use_percent': _int('Use.', null=True, unit='%'),
         'mount': _str('Mount point.'),
     }), 'Keyed by the probed path (`disk_paths`), not the mount point.', probe='disks'),
+    'memory': _dict('`/proc/meminfo`: the headroom DataLoader workers and pinned buffers draw on. A key the kernel '
+                    'does not print is null.', {
+                        'total_bytes': _int('MemTotal.', unit='bytes'),
+                        'free_bytes': _int('MemFree.', null=True, unit='bytes'),
+                        'available_bytes': _int('MemAvailable: what can be allocated without swapping (Linux 3.14+).',
+                                                null=True, unit='bytes'),
+                        'swap_total_bytes': _int('SwapTotal.', null=True, unit='bytes'),
+                        'swap_free_bytes': _int('SwapFree.', null=True, unit='bytes'),
+                        'hugepages_total': _int('HugePages_Total (default size).', null=True),
+                        'hugepages_free': _int('HugePages_Free.', null=True),
+                        'hugepage_size_bytes': _int('Hugepagesize.', null=True, unit='bytes'),
+                        'hugepages_bytes': _int('Memory the default-size huge pages reserve (total x size): not '
+                                                'available to ordinary allocations.', null=True, unit='bytes'),
+                    }, probe='meminfo'),
+    'mounts': _list(_dict('One mount (a later one on the same point hides an earlier one).', {
+        'device': _str('Source (`/dev/nvme0n1p2`, `server:/export`, `10.2.0.1@o2ib:/scratch`).'),
+        'mount': _str('Mount point (the escapes of /proc/mounts decoded).'),
+        'fstype': _str('File system type (`ext4`, `nfs4`, `lustre`, `gpfs`, `beegfs`, `ceph`...).'),
+        'read_only': _bool('Mounted `ro`.'),
+        'shared': _bool('A type that several nodes mount (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, GlusterFS, WekaFS, '
+                        'JuiceFS, DAOS).'),
+    }), '`/proc/mounts`, device, mount point and type only (options can name credentials).', probe='mounts'),
     'memlock_kib': _int('`ulimit -l`; null = unlimited.', null=True, unit='KiB', probe='memlock'),
     'memlock_unlimited': _bool('`ulimit -l` is unlimited.', null=True, probe='memlock'),
     'pcie_acs': _dict('PCIe Access Control Services from `lspci -vvv` (run as root).', _with_parse_error({

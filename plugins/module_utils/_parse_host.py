@@ -16,6 +16,8 @@
 * :func:`parse_modprobe_config` - modprobe.d files as ``grep -H -a -e '' FILE...`` prints them
 * :func:`parse_kernel_cmdline` - ``/proc/cmdline``
 * :func:`parse_modinfo` - ``modinfo MODULE``
+* :func:`parse_meminfo` - ``/proc/meminfo`` (memory headroom, swap, huge pages)
+* :func:`parse_proc_mounts` - ``/proc/mounts`` (which file system holds a path, local or shared)
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -857,3 +859,86 @@ def parse_modinfo(text):
     if result['srcversion'] is not None and not _MODINFO_SRCVERSION_RE.match(result['srcversion']):
         raise ParseError(source, 'srcversion is not 23 hex digits: %r' % result['srcversion'][:40], text)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc/meminfo
+
+_MEMINFO_RE = re.compile(r'^([A-Za-z0-9_()]+):\s+(\S+)(?:\s+(kB))?\s*$')
+# meminfo key: (result key, a size in kB (True) or a count (False))
+_MEMINFO_KEYS = {
+    'MemTotal': ('total_bytes', True), 'MemFree': ('free_bytes', True), 'MemAvailable': ('available_bytes', True),
+    'SwapTotal': ('swap_total_bytes', True), 'SwapFree': ('swap_free_bytes', True),
+    'HugePages_Total': ('hugepages_total', False), 'HugePages_Free': ('hugepages_free', False),
+    'Hugepagesize': ('hugepage_size_bytes', True),
+}
+
+
+def parse_meminfo(text):
+    """Parse ``/proc/meminfo``.
+
+    Returns ``{total_bytes, free_bytes, available_bytes, swap_total_bytes, swap_free_bytes, hugepages_total,
+    hugepages_free, hugepage_size_bytes, hugepages_bytes}``: sizes in bytes (the file's kB are KiB), huge pages as
+    counts, ``hugepages_bytes`` the memory the default-size huge pages reserve. A key the kernel does not print is None
+    (MemAvailable exists since Linux 3.14). MemTotal is required; a line that is not ``Key: value [kB]`` is an error.
+    """
+    out = dict((key, None) for key, _size in _MEMINFO_KEYS.values())
+    seen = False
+    for raw in _nonblank(text, 'meminfo'):
+        match = _MEMINFO_RE.match(raw.strip())
+        if not match:
+            raise ParseError('meminfo', 'unexpected line: %r' % raw[:100], text)
+        name, value, unit = match.groups()
+        if name not in _MEMINFO_KEYS:
+            continue
+        key, size = _MEMINFO_KEYS[name]
+        if size != (unit == 'kB'):
+            raise ParseError('meminfo', '%s: %s' % (name, 'a size in kB' if size else 'a count without a unit'), text)
+        out[key] = int_from_text(value, 'meminfo', name, text, high=MAX_INT // 1024) * (1024 if size else 1)
+        seen = seen or name == 'MemTotal'
+    if not seen:
+        raise ParseError('meminfo', 'no MemTotal line', text)
+    if out['hugepages_total'] is not None and out['hugepage_size_bytes'] is not None:
+        out['hugepages_bytes'] = min(out['hugepages_total'] * out['hugepage_size_bytes'], MAX_INT)
+    else:
+        out['hugepages_bytes'] = None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc/mounts
+
+# File systems that several nodes share: NFS, SMB, Lustre, IBM Storage Scale (GPFS), BeeGFS, CephFS (kernel and
+# FUSE), GlusterFS, WekaFS, JuiceFS, DAOS' dfuse and Amazon FSx for Lustre (lustre).
+SHARED_FSTYPES = ('nfs', 'nfs4', 'cifs', 'smb3', 'lustre', 'gpfs', 'beegfs', 'ceph', 'fuse.ceph-fuse', 'glusterfs',
+                  'fuse.glusterfs', 'wekafs', 'fuse.juicefs', 'fuse.dfuse', 'fuse.weka')
+_MOUNT_ESCAPE_RE = re.compile(r'\\([0-7]{3})')
+
+
+def _unescape_mount(value):
+    """/proc/mounts writes a space, tab, newline and backslash of a path as \\040, \\011, \\012 and \\134."""
+    return _MOUNT_ESCAPE_RE.sub(lambda m: chr(int(m.group(1), 8)), value)
+
+
+def parse_proc_mounts(text):
+    """Parse ``/proc/mounts`` (or ``/proc/self/mounts``).
+
+    Returns ``[{device, mount, fstype, read_only, shared}]`` in file order (a later mount on the same point hides
+    the earlier one). ``shared``: the file system type is one that several nodes mount (SHARED_FSTYPES). Mount
+    options are not kept (a CIFS or Ceph mount can name its credentials) except ``ro``. Each line must have six
+    fields; an empty file is an error (every Linux system mounts /).
+    """
+    out = []
+    for raw in _nonblank(text, 'mounts'):
+        fields = raw.split()
+        if len(fields) != 6 or not fields[1].startswith('/'):
+            raise ParseError('mounts', 'not "device mount type options dump pass": %r' % raw[:100], text)
+        mount = _unescape_mount(fields[1])
+        if any(ord(char) < 32 for char in mount.replace('\t', ' ').replace(' ', '')):
+            raise ParseError('mounts', 'control character in mount point %r' % mount[:100], text)
+        fstype = fields[2]
+        out.append({'device': _unescape_mount(fields[0]), 'mount': mount, 'fstype': fstype,
+                    'read_only': 'ro' in fields[3].split(','), 'shared': fstype in SHARED_FSTYPES})
+    if not out:
+        raise ParseError('mounts', 'no mount', text)
+    return out

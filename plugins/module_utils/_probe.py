@@ -104,6 +104,9 @@ def base_probes(disk_paths=('/',)):
               note='(without `ss`: /proc/net/tcp, tcp6, udp, udp6, which do not name the process)'),
         Probe('disks', 'host', 'host', [A(host_p.parse_df, argv=['df', '-P', '-B1'] + list(disk_paths))], note='(`disk_paths`)'),
         Probe('memlock', 'host', 'host', [A(host_p.parse_ulimit_memlock, argv=['sh', '-c', 'ulimit -l'])]),
+        Probe('meminfo', 'host', 'host', [A(host_p.parse_meminfo, path='/proc/meminfo')]),
+        Probe('mounts', 'host', 'host', [A(host_p.parse_proc_mounts, path='/proc/mounts')],
+              note='(device, mount point and type are kept: the options of a mount can name its credentials)'),
         Probe('lspci', 'host', 'host', [A(host_p.parse_lspci_acs, argv=['lspci', '-vvv'])]),
         Probe('processes', 'host', 'host', [A(host_p.parse_ps, argv=['ps', '-e', '-ww', '-o', PS_FORMAT])],
               note='(a bundle holds the whole list: command lines can carry secrets, look before sharing it)'),
@@ -618,6 +621,10 @@ def _host_facts(parsed, statuses, disk_paths):
         host['memlock_unlimited'] = parsed['memlock'].get('unlimited')
     if 'lspci' in parsed:
         host['pcie_acs'] = parsed['lspci']
+    if 'meminfo' in parsed:
+        host['memory'] = parsed['meminfo']
+    if 'mounts' in parsed:
+        host['mounts'] = parsed['mounts']
     return host
 
 

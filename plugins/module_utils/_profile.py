@@ -21,7 +21,7 @@ import fnmatch
 import math
 import re
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import CATALOGUE
+from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import CATALOGUE, PROFILE_KEYS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import SEVERITIES
 from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
@@ -571,6 +571,21 @@ SCHEMA = {
         },
     },
 }
+
+
+def _take_in(schema, declared):
+    """The profile keys a check module declares (``_catalogue.PROFILE_KEYS``) added to ``schema``'s sections; a key
+    the schema or another module already declares is an error of the collection, said when it loads."""
+    for owner, sections in declared:
+        for section, keys in sections.items():
+            target = schema['keys'][section]['keys']
+            for key, spec in keys.items():
+                if key in target:
+                    raise ValueError('%s declares the profile key %s.%s, which is already declared' % (owner, section, key))
+                target[key] = spec
+
+
+_take_in(SCHEMA, PROFILE_KEYS)
 
 
 # ---------------------------------------------------------------------------------------------

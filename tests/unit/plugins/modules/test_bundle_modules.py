@@ -63,18 +63,19 @@ ENTRY = '{"probe": "nccl_tests:all_reduce", "command": "all_reduce_perf", "file"
 
 
 @pytest.mark.parametrize('fields, message', [
-    ('"rc": "0"', "probes[23].rc: must be an integer (exit code), found '0'"),
-    ('"rc": true', 'probes[23].rc: must be an integer (exit code), found True'),
-    ('"rc": 0, "seconds": "1.5"', "probes[23].seconds: must be a finite number of seconds, 0 or more, found '1.5'"),
-    ('"rc": 0, "seconds": NaN', 'probes[23].seconds: must be a finite number of seconds, 0 or more, found nan'),
-    ('"rc": 0, "seconds": "soon"', "probes[23].seconds: must be a finite number of seconds, 0 or more, found 'soon'"),
-    ('"rc": 0, "status": "weird"', "probes[23].status: 'weird' is not one of ok, missing, failed"),
+    ('"rc": "0"', "probes[{index}].rc: must be an integer (exit code), found '0'"),
+    ('"rc": true', 'probes[{index}].rc: must be an integer (exit code), found True'),
+    ('"rc": 0, "seconds": "1.5"', "probes[{index}].seconds: must be a finite number of seconds, 0 or more, found '1.5'"),
+    ('"rc": 0, "seconds": NaN', 'probes[{index}].seconds: must be a finite number of seconds, 0 or more, found nan'),
+    ('"rc": 0, "seconds": "soon"', "probes[{index}].seconds: must be a finite number of seconds, 0 or more, found 'soon'"),
+    ('"rc": 0, "status": "weird"', "probes[{index}].status: 'weird' is not one of ok, missing, failed"),
 ])
 def test_workload_replay_of_a_bad_entry_fails_naming_the_key(tmp_path, bundle, fields, message):
+    index = len(json.loads((bundle / 'manifest.json').read_text())['probes']) - 1   # the recorded run's entry is the last
     set_workload_entry(bundle, ENTRY % fields)
     result = replay_workload(tmp_path, bundle)
     assert result.get('failed') is True, result
-    assert result['msg'] == 'capture bundle %s: manifest.json: %s' % (bundle, message)
+    assert result['msg'] == 'capture bundle %s: manifest.json: %s' % (bundle, message.format(index=index))
 
 
 @pytest.mark.parametrize('plant', ['/etc/passwd', 'fifo'])
