@@ -643,7 +643,8 @@ def run_action(params, run, sleep, clock, check_mode=False, local=None):
     binaries not found). Returns the module's result dict."""
     check_params(params)
     if params['backend'] == 'none':
-        return _result(params, message='no scheduler (scheduler_backend none): nothing to %s' % params['action'])
+        # no scheduler holds the node for anyone else: the rollout may change it (owned), nothing to drain or resume
+        return _result(params, owned=True, message='no scheduler (scheduler_backend none): nothing to %s' % params['action'])
     if params['action'] == 'daemon':
         return read_daemon(params, run, local)
     backend = (_Slurm if params['backend'] == 'slurm' else _Kubernetes)(params, run)

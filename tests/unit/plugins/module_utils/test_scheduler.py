@@ -281,7 +281,19 @@ def test_bad_input_is_a_clear_error(change, message):
 def test_none_backend_changes_nothing_and_says_so():
     result = act(FakeSlurm(), 'drain', backend='none', run_id=None)
     assert result['message'] == 'no scheduler (scheduler_backend none): nothing to drain'
-    assert (result['changed'], result['owned'], result['commands']) == (False, False, [])
+    # owned: no scheduler holds the node for someone else, so the rollout provisions and validates it
+    assert (result['changed'], result['owned'], result['commands']) == (False, True, [])
+
+
+def test_a_rollout_without_a_scheduler_changes_and_judges_every_node():
+    """scheduler_backend none: each node is the rollout's to change (it was recorded as someone else's drain, and a
+    site.yml run provisioned and validated nothing yet said passed)."""
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _rollout
+    drain = act(FakeSlurm(), 'drain', backend='none', run_id='CHG-1')
+    assert drain['owned'] is True and _rollout.drained(drain) is True
+    state = {'drain': drain, 'check_mode': False}
+    report = {'gate_hosts': ['n1'], 'failed_checks': {'n1': ['gpu.count']}, 'verdicts': {'n1': 'fail'}}
+    assert _rollout.outcome('n1', state, report) == {'outcome': 'failed', 'failed_checks': ['gpu.count'], 'reasons': ['fail']}
 
 
 def test_slurm_plan_reads_sinfo_once_and_refuses_over_the_share():
