@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import time
 
 import yaml
@@ -19,7 +20,8 @@ from ansible import __version__ as ANSIBLE_VERSION
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node, _paths, _preflight
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _launch_kit, _node, _paths, _preflight
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _runrecord as rr
 
 # what Ansible adds to every host's variables (not inventory variables; `groups` alone is as long as the inventory)
@@ -34,7 +36,15 @@ MAGIC = frozenset((
     'inventory_hostname_short', 'omit', 'play_hosts', 'playbook_dir', 'role_name', 'role_names', 'role_path', 'role_uuid'))
 # what a batch step reads of each host, as the facts hold it (never templated again)
 FACT_VARIABLES = ('xuanwu_facts',)
-STEPS = ('start', 'batch', 'finish')
+STEPS = ('start', 'batch', 'finish', 'kit')
+# what the launch kit reads of each host that passed: its results as the facts hold them, and a few variables (templated)
+KIT_RESULTS = ('xuanwu_facts', 'xuanwu_workloads', 'xuanwu_profile_resolved')
+KIT_VARIABLES = ('ansible_host', 'xuanwu_multinode_slots', 'xuanwu_nccl_env', 'xuanwu_torch_env', 'xuanwu_redact_env_keys',
+                 'xuanwu_mpirun', 'xuanwu_mpirun_args', 'xuanwu_torch_master_port', 'xuanwu_torch_python', 'xuanwu_torch_nproc',
+                 'xuanwu_profile', 'xuanwu_profile_dirs')
+# the launch settings of the kit and the variables that set them (unset: _launch_kit.DEFAULT_SETTINGS, the roles' defaults)
+KIT_SETTINGS = {'mpirun': 'xuanwu_mpirun', 'mpirun_args': 'xuanwu_mpirun_args', 'master_port': 'xuanwu_torch_master_port',
+                'python': 'xuanwu_torch_python'}
 
 
 def _now():
@@ -50,6 +60,22 @@ def _mkdir(path):
 def _read_bytes(path):
     with open(path, 'rb') as handle:
         return handle.read()
+
+
+def _remove(path):
+    """Remove ``path`` (the launch kit an earlier run of this run id wrote): a link itself, never what it points to."""
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
+def _dig(data, *path):
+    for part in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
 
 
 def _copy_tree(src, dst):
@@ -70,7 +96,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _VALID_ARGS = frozenset(('step', 'run_id', 'runs_dir', 'hosts', 'batch', 'outcomes', 'reports_dir', 'redo',
-                             'stopped_at_batch', 'started'))
+                             'stopped_at_batch', 'started', 'failed'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -86,6 +112,7 @@ class ActionModule(ActionBase):
             redo=dict(type='bool', default=False),
             stopped_at_batch=dict(type='int'),
             started=dict(type='str'),
+            failed=dict(type='dict', default={}),
         ))
         # plain data: what Ansible hands over may be tagged strings, which the record's YAML and JSON must not see
         args = rr.plain(args)
@@ -265,7 +292,109 @@ class ActionModule(ActionBase):
             rr.write_atomic(os.path.join(record, 'ansible.log'), rr.redact_free_text(text))
         state = rr.finish(state, _now(), args['stopped_at_batch'])
         rr.write_atomic(state_path, rr.dump_json(state))
+        # the launch kit of the hosts whose latest outcome is passed (the others left out, with their reasons), once the
+        # rollout has ended or stopped: after a batch with hosts still to come it would read every host again each time
+        kit = {'written': False, 'reason': 'the rollout has not ended: hosts remain that no batch reached', 'partial': False,
+               'hosts': [], 'left_out_hosts': {}, 'dir': None}
+        if state['outcome'] != 'interrupted':
+            failed = dict((h, 'not reached by a batch of this run') for h in state['not_run_hosts'])
+            for host, entry in rr.latest_outcomes(state).items():
+                if entry.get('outcome') != 'passed':
+                    failed[host] = '%s: %s' % (entry.get('outcome'), '; '.join(entry.get('reasons') or []) or 'no reason recorded')
+            versions_path = os.path.join(record, 'versions.json')
+            recorded = rr.load_json(versions_path, 'versions') if os.path.isfile(versions_path) else {}
+            kit = self._write_kit(record, args['run_id'], list(state.get('hosts') or []), failed, task_vars,
+                                  recorded if isinstance(recorded, dict) else {}, 'site')
         out = rr.progress(state)
         out.update(resumed=False, outcome=state['outcome'], stopped_at_batch=state['stopped_at_batch'],
-                   not_run_hosts=state['not_run_hosts'], reports_copied=copied)
+                   not_run_hosts=state['not_run_hosts'], reports_copied=copied, launch_kit=kit)
         return out
+
+    # ---- kit (validate.yml: after the report) ----
+
+    def _kit(self, args, task_vars, run_dir, record, check):
+        """The launch kit of a validation without a rollout: ``failed`` are the report's verdicts (the hosts the gate
+        fails, and why); every other host of ``hosts`` passed."""
+        _mkdir(run_dir)
+        _mkdir(record)
+        kit = self._write_kit(record, args['run_id'], args['hosts'], args['failed'], task_vars, {}, 'validate')
+        return {'launch_kit': kit}
+
+    def _write_kit(self, record, run_id, hosts, failed, task_vars, recorded, source):
+        """Build the kit (``_launch_kit.build``) of ``hosts`` less ``failed`` and write it to ``launch-kit/`` of
+        ``record`` (a new folder renamed into place: never half a kit), or remove the kit an earlier run of this run id wrote when no host
+        passed; ``launch-kit.json`` says which and why. Reads each host that passed once."""
+        hostvars = task_vars.get('hostvars') or {}
+        nodes, secrets, extra_keys, settings = {}, [], [], None
+        cache = _preflight.ProfileCache()
+        for host in hosts:
+            if host in failed:
+                continue
+            try:
+                results = _node.host_values(hostvars, host, KIT_RESULTS)
+                variables = self._kit_variables(hostvars, host)
+            except Exception as err:  # pylint: disable=broad-except
+                self._display.warning('launch kit: cannot read the results of %s: %s' % (host, err))
+                continue   # build() leaves it out: its results could not be read
+            keys = variables.get('xuanwu_redact_env_keys')
+            keys = [str(k) for k in keys] if isinstance(keys, list) else []
+            extra_keys.extend(keys)
+            env = {}
+            for name in ('xuanwu_nccl_env', 'xuanwu_torch_env'):
+                if isinstance(variables.get(name), dict):
+                    secrets.extend(_redact.secret_values(variables[name], keys))
+                    env.update(variables[name])
+            facts = results.get('xuanwu_facts') if isinstance(results.get('xuanwu_facts'), dict) else None
+            # the GPUs the probe counted; a host that passed in an earlier run of a resumed rollout has no facts in this one:
+            # its profile's, as the record's hostfile has them
+            gpus = _dig(facts, 'gpu', 'count')
+            if not facts:
+                gpus = _dig(results.get('xuanwu_profile_resolved'), 'gpu', 'count') or _dig(self._profile(variables, cache), 'gpu', 'count')
+            versions = dict(recorded.get(host) or {}) if isinstance(recorded.get(host), dict) else {}
+            if facts:
+                versions.update(rr.versions(facts))
+            workloads = results.get('xuanwu_workloads') if isinstance(results.get('xuanwu_workloads'), list) else []
+            versions.update(_launch_kit.torch_versions(workloads))
+            nodes[host] = {'address': str(variables.get('ansible_host') or host), 'slots': rr.slots(variables.get('xuanwu_multinode_slots'), gpus),
+                           'nproc': variables.get('xuanwu_torch_nproc'), 'versions': versions, 'env': env,
+                           'stages': _launch_kit.stages(workloads)}
+            if settings is None:
+                # the launches of the validation ran from the first host that passed (the head): its settings
+                settings = dict((key, variables.get(name)) for key, name in KIT_SETTINGS.items())
+        kit = _launch_kit.build(run_id, hosts, failed, nodes, settings or {}, _now(), source, extra_keys, secrets)
+        target = os.path.join(record, _launch_kit.KIT_DIR)
+        if kit['written']:
+            fresh = tempfile.mkdtemp(prefix='.%s.' % _launch_kit.KIT_DIR, dir=record)
+            try:
+                os.chmod(fresh, rr.DIR_MODE)
+                for name, (text, mode) in kit['files'].items():
+                    rr.write_atomic(os.path.join(fresh, name), text, mode)
+                old = None
+                if os.path.lexists(target):
+                    old = tempfile.mkdtemp(prefix='.%s.old.' % _launch_kit.KIT_DIR, dir=record)
+                    os.rename(target, os.path.join(old, 'kit'))
+                os.rename(fresh, target)
+            except BaseException:
+                _remove(fresh)
+                raise
+            if old:
+                _remove(old)
+        elif os.path.lexists(target):
+            _remove(target)   # the kit an earlier run of this run id wrote no longer says what passed
+        rr.write_atomic(os.path.join(record, _launch_kit.NOTE), rr.dump_json(kit['note']))
+        shown = kit['note']
+        return {'written': shown['written'], 'reason': shown['reason'], 'partial': shown['partial'], 'hosts': shown['hosts'],
+                'left_out_hosts': shown['left_out_hosts'], 'dir': target if kit['written'] else None}
+
+    @staticmethod
+    def _kit_variables(hostvars, host):
+        """The variables of ``host`` the kit reads (``KIT_VARIABLES``), templated, as plain data."""
+        hv = hostvars[host]
+        variables = {}
+        for name in KIT_VARIABLES:
+            if name in hv:
+                try:
+                    variables[name] = rr.plain(hv[name])
+                except Exception:  # pylint: disable=broad-except
+                    variables[name] = None
+        return variables

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: run_record
-short_description: Keep the record of a rollout in runs/<run id>/ (start, each batch, finish) and resume it
+short_description: Keep the record of a rollout in runs/<run id>/ (start, each batch, finish), resume it, write launch kits
 version_added: 0.1.0
 description:
   - Runs on the controller only (an action plugin); call it with C(run_once) on C(localhost). The layout of the record,
@@ -23,7 +23,15 @@ description:
     C(xuanwu_facts) to C(versions.json); both are replaced atomically (a temporary file and a rename).
   - O(step=finish) copies the run's report folder (O(reports_dir)/O(run_id)/) into C(reports/), the part of the Ansible
     log (C(log_path)) written since the run started into C(ansible.log) (secret assignments masked), and writes the
-    run's end into C(state.json).
+    run's end into C(state.json); once the rollout has ended or stopped (no host left that no batch reached), the launch
+    kit of the hosts whose latest outcome is C(passed) (as O(step=kit)).
+  - O(step=kit) (C(playbooks/validate.yml), after the report) writes the launch kit of O(hosts) less O(failed) into
+    C(launch-kit/), namely C(hostfile) (slots = GPUs per host), C(env.sh) (the NCCL/torch environment that passed, exported),
+    C(versions.json), C(launch-mpirun.sh) and C(launch-torchrun.sh) (templates for the site's own training script) and
+    C(kit.json) (the manifest); files 0644, scripts 0755. No host passed - no kit (an earlier one of the run id is
+    removed). C(launch-kit.json) beside it says whether a kit was written, of which hosts, and why hosts were left out.
+    A variable whose name or value looks secret, whose name is not C(^[A-Z_][A-Z0-9_]*$) or whose value holds a control
+    character is left out and named in C(kit.json).
   - In check mode the record is written too, as the record of the plan, but under C(runs/<run id>/check/); a rehearsal
     starts from the real run's state (so RV(remaining_hosts) shows what a real run would skip) and never changes it.
   - Secrets never reach a file of the record; inventory variables named like C(password), C(passwd), C(passphrase),
@@ -37,7 +45,7 @@ options:
     description: Which step of the rollout this is.
     type: str
     required: true
-    choices: [start, batch, finish]
+    choices: [start, batch, finish, kit]
   run_id:
     description: The run's id (C(xuanwu_run_id)); names the folder (made a safe file name).
     type: str
@@ -48,7 +56,7 @@ options:
   hosts:
     description:
       - O(step=start) the hosts of the rollout (their variables are recorded); O(step=batch) the hosts of the batch
-        (each needs an entry in O(outcomes)).
+        (each needs an entry in O(outcomes)); O(step=kit) the hosts of the validation, in the play's order.
     type: list
     elements: str
     default: []
@@ -71,6 +79,12 @@ options:
   reports_dir:
     description: O(step=finish) the folder holding the run's report folder. Unset is C(xuanwu_reports_dir), else C(reports/).
     type: path
+  failed:
+    description:
+      - O(step=kit) the hosts of O(hosts) that did not pass, each with why (the report's verdicts, C(validation_report_verdicts));
+        they are left out of the launch kit.
+    type: dict
+    default: {}
   stopped_at_batch:
     description:
       - O(step=finish) the batch at which the rollout stopped (its failures exceeded C(xuanwu_max_fail_percentage)).
@@ -97,6 +111,15 @@ EXAMPLES = r'''
     hosts: [gpu-node01]
     outcomes:
       gpu-node01: {outcome: failed, reasons: ["gpu.count: measured 3, expected 4"], failed_checks: [gpu.count]}
+  run_once: true
+  delegate_to: localhost
+
+- name: Write the launch kit of the hosts that passed (validate.yml)
+  xuanwu.cluster.run_record:
+    step: kit
+    run_id: "{{ xuanwu_run_id }}"
+    hosts: "{{ groups['all'] }}"
+    failed: "{{ validation_report_verdicts }}"
   run_once: true
   delegate_to: localhost
 
@@ -151,4 +174,10 @@ not_run_hosts:
   returned: success
   type: list
   elements: str
+launch_kit:
+  description:
+    - O(step=finish) and O(step=kit) the launch kit, C({written, reason, partial, hosts, left_out_hosts, dir}); C(reason)
+      says why none was written, C(dir) is its folder (null when none was written).
+  returned: when O(step) is C(finish) or C(kit)
+  type: dict
 '''

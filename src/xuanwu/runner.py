@@ -356,6 +356,8 @@ class Executor:
         if spec.kind == 'playbook':
             extravars = dict(spec.extra_vars)
             extravars.setdefault('xuanwu_reports_dir', str(adir / 'reports'))
+            # the run record (validate.yml's launch kit, a rollout's record) with the attempt too
+            extravars.setdefault('xuanwu_runs_dir', str(adir / 'runs'))
             hidden = Path(self.config.data_dir) / 'jobs' / job_id / SECRET_VARS
             # the secret values stay in their own file; the attempt merges them into env/extravars
             params.update(project_dir=str(self.config.project_root), playbook=spec.playbook_path,

@@ -50,15 +50,18 @@ def test_the_record_of_a_rollout_without_secrets(tmp_path):
     assert rc == 0, out[-3000:]
     run = str(tmp_path / 'runs' / 'r1')
     names = sorted(os.path.relpath(os.path.join(d, f), run) for d, _dirs, files in os.walk(run) for f in files)
-    assert names == ['ansible.log', 'hostfile', 'inventory.yml', 'meta.json', 'nccl-env.txt', 'profiles/h200x4-nvlink.yml',
-                     'reports/junit.xml', 'reports/report.html', 'reports/report.json', 'reports/report.md', 'reports/xuanwu.prom',
-                     'state.json',
-                     'versions.json']
+    kit = ['launch-kit/%s' % name for name in ('env.sh', 'hostfile', 'kit.json', 'launch-mpirun.sh', 'launch-torchrun.sh', 'versions.json')]
+    assert names == ['ansible.log', 'hostfile', 'inventory.yml', 'launch-kit.json'] + kit + [
+        'meta.json', 'nccl-env.txt', 'profiles/h200x4-nvlink.yml',
+        'reports/junit.xml', 'reports/report.html', 'reports/report.json', 'reports/report.md', 'reports/xuanwu.prom',
+        'state.json', 'versions.json']
     for folder, dirs, files in os.walk(run):
         assert stat.S_IMODE(os.stat(folder).st_mode) == 0o750, folder
         for name in files:
             path = os.path.join(folder, name)
-            assert stat.S_IMODE(os.stat(path).st_mode) == 0o640, path
+            # the launch kit is made to be copied and run: its files 0644, its scripts 0755 (in the record's 0750 folder)
+            mode = (0o755 if name.endswith('.sh') and name != 'env.sh' else 0o644) if os.path.relpath(path, run) in kit else 0o640
+            assert stat.S_IMODE(os.stat(path).st_mode) == mode, path
             with open(path, errors='replace') as handle:
                 text = handle.read()
             for secret in SECRETS:
@@ -90,6 +93,15 @@ def test_the_record_of_a_rollout_without_secrets(tmp_path):
     assert versions['gpu-node01']['gpu_driver'] == facts['driver_version'] and versions['gpu-node01']['kernel'] == facts['kernel']
     assert versions['gpu-node01']['ofed'] is None and versions['gpu-node01']['venv_locks'] is None
     assert 'Record the batch' in open(os.path.join(run, 'ansible.log')).read()
+    # the launch kit of the hosts that passed, the secrets of the environment left out and named
+    note = load(os.path.join(run, 'launch-kit.json'))
+    assert (note['written'], note['partial'], note['hosts'], note['source']) == (True, True, ['gpu-node01', 'gpu-node03'], 'site')
+    assert list(note['left_out_hosts']) == ['gpu-node02'] and note['left_out_hosts']['gpu-node02'].startswith('failed: ')
+    assert open(os.path.join(run, 'launch-kit', 'hostfile')).read().splitlines()[1:] == ['gpu-node01 slots=4', '10.0.0.3 slots=4']
+    assert [line for line in open(os.path.join(run, 'launch-kit', 'env.sh')) if line.startswith('export ')] == ['export NCCL_SOCKET_IFNAME=eth0\n']
+    manifest = load(os.path.join(run, 'launch-kit', 'kit.json'))
+    assert manifest['env_left_out'] == {'HF_TOKEN': 'secret name', 'SITE_KEY': 'secret name'}
+    assert load(os.path.join(run, 'launch-kit', 'versions.json'))['hosts']['gpu-node01']['gpu_driver'] == facts['driver_version']
 
 
 @pytest.mark.both_controllers
@@ -101,6 +113,8 @@ def test_the_same_run_id_resumes_and_skips_finished_hosts(tmp_path):
     state = load(str(tmp_path / 'runs' / 'r1' / 'state.json'))
     # the second session validated only the host that failed
     assert [b['hosts'] for b in state['batches']] == [['gpu-node01', 'gpu-node02'], ['gpu-node03'], ['gpu-node02']]
+    # the kit keeps the hosts that passed in the first run, with their GPUs (their profile's: no facts of them in this one)
+    assert open(str(tmp_path / 'runs' / 'r1' / 'launch-kit' / 'hostfile')).read().splitlines()[1:] == ['gpu-node01 slots=4', '10.0.0.3 slots=4']
     meta = load(str(tmp_path / 'runs' / 'r1' / 'meta.json'))
     assert len(meta['resumptions']) == 1
 

@@ -18,7 +18,12 @@ pytestmark = pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason
 def playbook(*args, **kw):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
                ANSIBLE_CACHE_PLUGIN='memory')
-    proc = subprocess.run(['ansible-playbook'] + list(args), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    args = list(args)
+    reports = [a.split('=', 1)[1] for a in args if a.startswith('xuanwu_reports_dir=')]
+    if reports and not any(a.startswith('xuanwu_runs_dir=') for a in args):
+        # the run record (validate.yml's launch kit) beside the reports, never in the checkout
+        args = ['-e', 'xuanwu_runs_dir=%s' % os.path.join(os.path.dirname(reports[0]), 'runs')] + args
+    proc = subprocess.run(['ansible-playbook'] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=kw.get('timeout', 300), check=False)
     return proc.returncode, proc.stdout
 
@@ -86,6 +91,22 @@ def test_demo_reports_exactly_the_derived_faults(tmp_path, mode):
     for host, want in expected.items():
         assert '## %s — %s' % (host, 'FAIL' if want else 'PASS') in md
         assert 'id="%s"' % host in page
+    # the launch kit of the host that passed (a partial pass), in the run record (check mode: beside the real one)
+    record = os.path.join(str(tmp_path / 'runs'), os.path.basename(folder), *(['check'] if mode == 'check' else []))
+    kit = os.path.join(record, 'launch-kit')
+    passed = sorted(h for h, e in expected.items() if not e)
+    assert sorted(os.listdir(kit)) == ['env.sh', 'hostfile', 'kit.json', 'launch-mpirun.sh', 'launch-torchrun.sh', 'versions.json']
+    with open(os.path.join(record, 'launch-kit.json')) as handle:
+        note = json.load(handle)
+    assert (note['written'], note['partial'], note['hosts']) == (True, True, passed)
+    assert sorted(note['left_out_hosts']) == sorted(h for h, e in expected.items() if e)
+    with open(os.path.join(kit, 'hostfile')) as handle:
+        assert handle.read().splitlines()[1:] == ['%s slots=4' % h for h in passed]
+    with open(os.path.join(kit, 'versions.json')) as handle:
+        assert json.load(handle)['hosts'][passed[0]]['gpu_driver'] == report['hosts'][passed[0]]['facts_summary']['driver_version']
+    for name in ('launch-mpirun.sh', 'launch-torchrun.sh'):
+        assert os.stat(os.path.join(kit, name)).st_mode & 0o777 == 0o755
+        assert subprocess.run(['bash', '-n', os.path.join(kit, name)], check=False).returncode == 0
 
 
 def test_the_demo_prints_no_warning(tmp_path):
@@ -93,7 +114,7 @@ def test_the_demo_prints_no_warning(tmp_path):
     warning of any kind, with the repository's ansible.cfg as it is (fact cache included)."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
     proc = subprocess.run(['ansible-playbook', '-i', 'inventories/demo', 'playbooks/validate.yml',
-                           '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports')],
+                           '-e', 'xuanwu_reports_dir=%s' % (tmp_path / 'reports'), '-e', 'xuanwu_runs_dir=%s' % (tmp_path / 'runs')],
                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           timeout=300, check=False)
     assert proc.returncode == 2, proc.stdout[-3000:]
@@ -352,7 +373,7 @@ def test_capture_writes_nothing_outside_its_destination(tmp_path):
 
 def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
     """validate.yml with host names such as <script>..|x and ../evil and a run id of ../../escape:
-    the report lands inside xuanwu_reports_dir and every format still parses."""
+    the report lands inside xuanwu_reports_dir and every format still parses; the run record inside xuanwu_runs_dir."""
     from ansible_collections.xuanwu.cluster.plugins.plugin_utils._paths import safe_name
     hosts = {'../evil': {'xuanwu_replay_dir': BUNDLE}, '<b>x</b>|y': {'xuanwu_replay_dir': BUNDLE}}
     inv = write_inventory(tmp_path, hosts)
@@ -364,7 +385,14 @@ def test_hostile_host_names_and_run_id_stay_in_the_reports_folder(tmp_path):
     history = str(reports / 'history.sqlite')      # the run history next to the run folders (docs/fleet-history.md)
     assert history in new
     new.discard(history)
-    assert new and all(path.startswith(str(reports / safe_name('../../escape')) + os.sep) for path in new), sorted(new)
+    record = tmp_path / 'work' / 'runs' / safe_name('../../escape')
+    assert new and all(path.startswith((str(reports / safe_name('../../escape')) + os.sep, str(record) + os.sep)) for path in new), sorted(new)
+    # both hosts passed, and neither name is a hostfile address: no launch kit, and the record says why
+    assert sorted(os.listdir(str(record))) == ['launch-kit.json']
+    with open(str(record / 'launch-kit.json')) as handle:
+        note = json.load(handle)
+    assert note['written'] is False and sorted(note['left_out_hosts']) == sorted(hosts)
+    assert all('is not a host name or address of a hostfile line' in r for r in note['left_out_hosts'].values())
     folder, report = the_report(reports)
     assert set(report['hosts']) == set(hosts)
     assert set(s.get('name') for s in ET.parse(os.path.join(folder, 'junit.xml')).getroot().iter('testsuite')) == set(hosts)
@@ -392,5 +420,6 @@ def test_reports_and_records_go_to_the_working_directory_whatever_pwd_says(tmp_p
                               universal_newlines=True, timeout=300, check=False)
         assert proc.returncode == 0, proc.stdout[-3000:]
     assert sorted(os.listdir(str(work / 'reports'))) == ['cwd-inherited', 'cwd-unset', 'history.sqlite']
+    assert sorted(os.listdir(str(work / 'runs'))) == ['cwd-inherited', 'cwd-unset']   # the launch kits
     assert os.listdir(str(elsewhere)) == []
     assert not os.path.exists('/reports/cwd-unset') and not os.path.exists('/runs/cwd-unset')
