@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument('job_id', help='a job id (j-...) or a batch id (b-...)')
     cancel.set_defaults(func=cmd_cancel)
 
-    diff = sub.add_parser('diff', help='differences between two run records (RUN_A RUN_B [--json] '
+    diff = sub.add_parser('diff', help='differences between two run records or launch kits (RUN_A RUN_B [--json] '
                                        '[--tolerance PERCENT]); docs/run-record.md', add_help=False)
     diff.add_argument('diff_args', nargs=argparse.REMAINDER)
     diff.set_defaults(func=cmd_diff)

@@ -1,5 +1,6 @@
 """scripts/xuanwu-run-diff and its module xuanwu.rundiff: two run folders built from real report data (two real
-nccl-tests runs of one 4x H200 host, real node facts) are compared; bad input exits 2 with a message."""
+nccl-tests runs of one 4x H200 host, real node facts) are compared, and two launch kits; bad input exits 2 with a
+message."""
 import io
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _parse_nccl, _probe
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _launch_kit as lk
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _runrecord as rr
 from xuanwu import rundiff
@@ -140,3 +142,137 @@ def test_bad_input_exits_2_with_a_message(tmp_path, make, message):
     rc, out, err = command(*make(tmp_path))
     assert (rc, out) == (2, '')
     assert message in err and 'Traceback' not in err, err
+
+
+# ---- launch kits (runs/<run id>/launch-kit/, plugins/plugin_utils/_launch_kit.py) ----
+
+ENV = {'NCCL_SOCKET_IFNAME': 'eth0', 'NCCL_IB_HCA': 'mlx5_0', 'NCCL_DEBUG': 'WARN', 'HF_TOKEN': 'hf_secret'}
+
+
+def make_validation(folder, run_id, nodes, failed=None, settings=None, hosts=None):
+    """A validation's run folder as run_record's kit step leaves it: launch-kit/ (when a host passed) and launch-kit.json."""
+    kit = lk.build(run_id, hosts or sorted(set(nodes) | set(failed or {})), failed or {}, nodes, settings or {}, 't-' + run_id)
+    os.makedirs(folder)
+    if kit['written']:
+        os.makedirs(os.path.join(folder, lk.KIT_DIR))
+        for name, (text, mode) in kit['files'].items():
+            rr.write_atomic(os.path.join(folder, lk.KIT_DIR, name), text, mode)
+    rr.write_atomic(os.path.join(folder, lk.NOTE), rr.dump_json(kit['note']))
+    return folder
+
+
+def kit_node(address, versions, env, slots=4):
+    return {'address': address, 'slots': slots, 'versions': versions, 'env': env, 'stages': []}
+
+
+@pytest.fixture(name='kits')
+def fixture_kits(tmp_path, facts_versions):
+    newer = dict(facts_versions, nccl='2.29.1')
+    a = make_validation(str(tmp_path / 'a'), 'ka', {'n1': kit_node('10.0.0.1', facts_versions, ENV),
+                                                    'n2': kit_node('10.0.0.2', facts_versions, ENV),
+                                                    'n3': kit_node('10.0.0.3', facts_versions, ENV)},
+                        settings={'mpirun_args': ['--mca', 'pml', 'ucx']})
+    env_b = dict(ENV, NCCL_IB_HCA='mlx5_1', NCCL_DEBUG='INFO', NCCL_ALGO='Ring', SITE_KEY='k')
+    del env_b['NCCL_SOCKET_IFNAME']
+    b = make_validation(str(tmp_path / 'b'), 'kb', {'n1': kit_node('10.0.0.1', newer, env_b, slots=8),
+                                                    'n2': kit_node('10.0.0.2', facts_versions, env_b),
+                                                    'n4': kit_node('10.0.0.4', facts_versions, env_b)},
+                        failed={'n3': 'n3 FAILED 1 check(s): [host.time_sync]'}, settings={'master_port': 29600})
+    return a, b
+
+
+def test_differences_of_two_launch_kits(kits):
+    a, b = kits
+    got = rundiff.diff(rundiff.load_run(a), rundiff.load_run(b))
+    kit = got['kit']
+    assert kit['hosts_added'] == ['n4'] and kit['hosts_removed'] == ['n3']
+    assert kit['slots'] == {'n1': {'a': 4, 'b': 8}}
+    assert kit['env'] == {'added': {'NCCL_ALGO': {'b': 'Ring', 'counted': True}},
+                          'removed': {'NCCL_SOCKET_IFNAME': {'a': 'eth0', 'counted': True}},
+                          'changed': {'NCCL_DEBUG': {'a': 'WARN', 'b': 'INFO', 'counted': False},
+                                      'NCCL_IB_HCA': {'a': 'mlx5_0', 'b': 'mlx5_1', 'counted': True}}}
+    # secrets: left out of both kits, named; one left out in B only is a difference
+    assert kit['env_left_out'] == {'only_in_a': {}, 'only_in_b': {'SITE_KEY': 'secret name'}}
+    assert kit['launch'] == {'mpirun_args': {'a': ['--mca', 'pml', 'ucx'], 'b': [], 'counted': True},
+                             'nproc_per_node': {'a': 4, 'b': None, 'counted': False},
+                             'master_port': {'a': 29500, 'b': 29600, 'counted': False},
+                             'rdzv_endpoint': {'a': '10.0.0.1:29500', 'b': '10.0.0.1:29600', 'counted': False}}
+    assert kit['differences'] == 2 + 1 + 3 + 1 + 1
+    # the kit's versions are the run's: n1's NCCL; n3 (left out in B) and n4 are hosts of one run only
+    assert got['versions'] == {'n1': {'nccl': {'a': facts_versions_nccl(a), 'b': '2.29.1'}}}
+    assert got['only_in_a'] == [] and got['only_in_b'] == ['n4']
+    assert got['differences'] == kit['differences'] + 1   # n4: a host of run B only and added to the kit, once
+    assert got['a']['outcome'] == 'passed' and got['b']['outcome'] == 'passed, partly' and got['b']['run_id'] == 'kb'
+
+
+def facts_versions_nccl(folder):
+    with open(os.path.join(folder, lk.KIT_DIR, 'versions.json')) as handle:
+        return json.load(handle)['hosts']['n1']['nccl']
+
+
+def test_the_command_on_two_kits_prints_what_changed_and_exits_1(kits):
+    a, b = kits
+    rc, out, err = command(a, os.path.join(b, lk.KIT_DIR))   # a run folder or the kit folder itself
+    assert rc == 1, err
+    lines = out.splitlines()
+    for line in ('launch kit hosts added: n4', 'launch kit hosts removed: n3', 'launch kit slots (GPUs): n1: 4 -> 8',
+                 'launch kit environment:', '  added:   NCCL_ALGO=Ring', '  removed: NCCL_SOCKET_IFNAME=eth0',
+                 '  changed: NCCL_IB_HCA: mlx5_0 -> mlx5_1', '  changed: NCCL_DEBUG: WARN -> INFO (diagnostic: not counted)',
+                 '  left out in run B only: SITE_KEY (secret name)',
+                 'launch kit mpirun_args: ["--mca", "pml", "ucx"] -> []', 'launch kit master_port (not counted): 29500 -> 29600'):
+        assert line in lines, (line, out)
+    assert 'hf_secret' not in out
+
+
+def test_the_same_kit_has_no_difference_and_diagnostics_alone_do_not_count(tmp_path, facts_versions):
+    nodes = {'n1': kit_node('n1', facts_versions, ENV)}
+    a = make_validation(str(tmp_path / 'a'), 'r', nodes)
+    b = make_validation(str(tmp_path / 'b'), 'r2', {'n1': kit_node('n1', facts_versions, dict(ENV, NCCL_DEBUG='INFO', TORCH_DISTRIBUTED_DEBUG='DETAIL'))})
+    for x, y in ((a, a), (a, os.path.join(a, lk.KIT_DIR)), (a, b)):
+        rc, out, err = command(x, y)
+        assert (rc, err) == (0, ''), out
+        assert out.endswith('no difference\n')
+    assert '  added:   TORCH_DISTRIBUTED_DEBUG=DETAIL (diagnostic: not counted)' in command(a, b)[1]
+
+
+def test_a_run_without_a_kit_says_why(tmp_path, facts_versions):
+    passed = make_validation(str(tmp_path / 'a'), 'ra', {'n1': kit_node('n1', facts_versions, ENV)})
+    failed = make_validation(str(tmp_path / 'b'), 'rb', {}, failed={'n1': 'n1 FAILED 1 check(s): [gpu.count]'})
+    assert not os.path.exists(os.path.join(failed, lk.KIT_DIR))
+    got = rundiff.diff(rundiff.load_run(passed), rundiff.load_run(failed))
+    assert got['kit']['missing'] == {'b': 'no host passed the validation (1 host(s) left out: see left_out_hosts)'}
+    assert got['b']['outcome'] == 'no host passed' and got['differences'] == 1
+    rc, out, _err = command(passed, failed)
+    assert rc == 1 and 'launch kit: none in run B (no host passed the validation' in out
+
+
+def test_a_rollout_record_with_a_kit_is_compared_kit_and_all(runs, tmp_path, facts_versions):
+    """A rollout's record (state.json) with launch-kit/ beside it: the versions stay the record's, the kit adds its own."""
+    a, b = runs
+    for folder, env in ((a, ENV), (b, dict(ENV, NCCL_IB_HCA='mlx5_1'))):
+        kit = lk.build('r', ['n1'], {}, {'n1': kit_node('n1', facts_versions, env)}, {}, 't')
+        os.makedirs(os.path.join(folder, lk.KIT_DIR))
+        for name, (text, mode) in kit['files'].items():
+            rr.write_atomic(os.path.join(folder, lk.KIT_DIR, name), text, mode)
+    got = rundiff.diff(rundiff.load_run(a), rundiff.load_run(b))
+    assert got['kit']['env']['changed'] == {'NCCL_IB_HCA': {'a': 'mlx5_0', 'b': 'mlx5_1', 'counted': True}}
+    assert got['versions']['n1']['gpu_driver'] == {'a': '580.159.04', 'b': '580.178'}
+
+
+@pytest.mark.parametrize('text, message', [
+    ('{"env": ', 'kit.json is not valid JSON'),
+    ('{"env": []}', 'kit.json: env is not an object'),
+    ('{"hosts": [1]}', 'kit.json: each of hosts must be an object with host'),
+])
+def test_a_broken_kit_exits_2_with_a_message(tmp_path, text, message):
+    (tmp_path / 'k').mkdir()
+    (tmp_path / 'k' / 'kit.json').write_text(text)
+    rc, out, err = command(str(tmp_path / 'k'), str(tmp_path / 'k'))
+    assert (rc, out) == (2, '') and message in err and 'Traceback' not in err, err
+
+
+def test_a_partial_kit_and_its_run_folder_are_the_same(kits):
+    """The kit folder alone knows the hosts left out of it (kit.json), as its run's launch-kit.json does."""
+    _a, b = kits
+    rc, out, err = command(b, os.path.join(b, lk.KIT_DIR))
+    assert (rc, err) == (0, '') and out.endswith('no difference\n'), out
