@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings, _judge, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings, _host_samples, _judge, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
 
@@ -67,7 +67,7 @@ class ActionModule(ActionBase):
         if not args['record']:
             result.update(changed=False, findings=findings, failed_checks=_findings.failed_checks(findings))
             return result
-        summary = _workloads.summarise_run(kind, run)
+        summary = _workloads.summarise_run(kind, run, ((judged.get('workloads') or {}).get('ddp_smoke')) if kind == 'ddp_smoke' else None)
         own = findings
         curve = ((judged.get('collectives') or {}).get(run.get('collective')) or {}).get('curve') if kind == 'nccl_tests' else None
         if curve:
@@ -91,6 +91,14 @@ class ActionModule(ActionBase):
             except ProfileError as err:
                 result.update(failed=True, msg=str(err))
                 return result
+            findings = sorted(findings + sampled, key=_findings.sort_key)
+        if isinstance(run.get('host_cpu'), dict) and kind != 'not_measured':
+            # the host's CPU sampled beside the workload (_host_samples): judged and shown next to the GPU samples
+            if profile:
+                sampled, summary['host_cpu'] = judge.host_cpu(run['host_cpu'], host, run.get('component'), run.get('dmon'))
+            else:
+                sampled, summary['host_cpu'] = _host_samples.judge_run(run['host_cpu'], None, host, run.get('component'),
+                                                                       run.get('dmon'))
             findings = sorted(findings + sampled, key=_findings.sort_key)
         node = _node.with_findings(self._templar.template(task_vars.get('xuanwu_node')), host, findings)
         if kind == 'not_measured':

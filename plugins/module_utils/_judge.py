@@ -15,7 +15,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _dmon_checks, _findings, _profile, _workloads
+from ansible_collections.xuanwu.cluster.plugins.module_utils import (
+    _checks, _dmon_checks, _findings, _host_samples, _profile, _workloads,
+)
 
 
 class Judge(object):
@@ -58,6 +60,14 @@ class Judge(object):
         return _dmon_checks.judged_without(lambda b: _dmon_checks.judge_run(dmon, b, host, workload, required, classes, device),
                                            bounds, unjudged, self._judged)
 
+    def host_cpu(self, entry, host, workload=None, dmon=None):
+        """``(findings, entry)`` of the host CPU samples taken during a workload (``_host_samples.judge_run``) under the
+        profile's ``workloads.host_cpu`` bounds (and ``monitoring.load_sm_pct`` for the GPUs' idleness), the site
+        overrides applied."""
+        found, out = _host_samples.judge_run(entry, host_cpu_bounds(self.profile), host, workload, dmon,
+                                             load_sm_pct(self.profile))
+        return self._judged(found), out
+
     def fleet(self, findings):
         """The fleet and regression findings the run's fleet step made of this profile's hosts (their figures against
         the fleet's median and the history database: plugin_utils/_fleet_step), under the site overrides."""
@@ -73,6 +83,17 @@ def compare_hosts(values_by_host, checks_by_host, keys=_checks.DEFAULT_GROUP_KEY
         found.setdefault(finding['host'], []).append(finding)
     judged = dict((host, _findings.apply_overrides(findings, (checks_by_host or {}).get(host))) for host, findings in found.items())
     return dict((host, findings) for host, findings in judged.items() if findings)
+
+
+def host_cpu_bounds(profile):
+    """The ``workloads.host_cpu`` bounds of a (resolved) profile, None where unset."""
+    return ((profile or {}).get('workloads') or {}).get('host_cpu') or {}
+
+
+def load_sm_pct(profile):
+    """The sm % from which a GPU sample counts as under load (``monitoring.load_sm_pct``)."""
+    value = ((profile or {}).get('monitoring') or {}).get('load_sm_pct')
+    return value if value is not None else _dmon_checks.DEFAULT_BOUNDS['load_sm_pct']
 
 
 def _flat(by_host):

@@ -503,7 +503,40 @@ SCHEMA = {
                         'min_loss_drop_pct': {'type': 'float', 'default': 10.0, 'min': 0,
                                               'description': 'The loss must fall by at least this share from the first to the last step.'},
                         'max_step_time_ms': {'type': 'float', 'min': 0, 'description': 'Fail above this median step time, ms.'},
+                        # the step-time distribution after the warm-up (docs/metrics.md says why the defaults)
+                        'warmup_steps': {'type': 'int', 'min': 0, 'description': 'First steps left out of the step-time '
+                                         'distribution (allocations, kernel selection, the first all-reduce). Absent: 3.'},
+                        'max_p99_ratio': {'type': 'float', 'min': 1, 'description': 'Warn when the p99 step time exceeds '
+                                          'this multiple of the median (workload.ddp_step_jitter). Absent: 3.'},
+                        'spike_ratio': {'type': 'float', 'min': 1, 'description': 'A step slower than this multiple of '
+                                        'the median is a slow step (workload.ddp_step_periodic). Absent: 1.5.'},
+                        'spike_min_count': {'type': 'int', 'min': 2, 'description': 'Warn when at least this many slow '
+                                            'steps fall at one fixed distance (workload.ddp_step_periodic). Absent: 3.'},
+                        'max_rank_lag_pct': {
+                            'type': 'float', 'min': 0,
+                            'description': 'Warn when one rank was last to reach the gradient all-reduce in half of the '
+                                           'steps or more, by a median lag of at least this share of the median step time '
+                                           '(workload.ddp_straggler). Absent: 25.'},
                         'timeout_s': {'type': 'int', 'default': 600, 'min': 1, 'description': 'Bound on the whole job.'},
+                    },
+                },
+                'host_cpu': {
+                    'type': 'dict', 'default': {}, 'description': 'Bounds for the host CPU sampled during each torch workload '
+                                                                  'on one node (workload.host_cpu_*, docs/metrics.md).',
+                    'keys': {
+                        'iowait_max_pct': {'type': 'float', 'min': 0, 'max': 100,
+                                           'description': 'Fail when the median share of CPU time in iowait exceeds this '
+                                                          '(workload.host_cpu_iowait). Absent: 20.'},
+                        'steal_max_pct': {'type': 'float', 'min': 0, 'max': 100,
+                                          'description': 'Fail when the median share of CPU time stolen by the hypervisor '
+                                                         'exceeds this (workload.host_cpu_steal). Absent: 10.'},
+                        'pegged_pct': {'type': 'float', 'min': 1, 'max': 100,
+                                       'description': 'A workload process at this share of one core is pegged. Absent: 95.'},
+                        'cpu_bound_max_pct': {
+                            'type': 'float', 'min': 0, 'max': 100,
+                            'description': 'Opt-in: warn when a workload process was pegged in at least this share of the '
+                                           'samples while the GPUs\' median sm % stayed below monitoring.load_sm_pct '
+                                           '(workload.host_cpu_bound). Absent: not judged (a healthy rank busy-waits on its GPU).'},
                     },
                 },
                 'fault_isolation': {
@@ -586,7 +619,6 @@ def _take_in(schema, declared):
 
 
 _take_in(SCHEMA, PROFILE_KEYS)
-
 
 # ---------------------------------------------------------------------------------------------
 # Validation.

@@ -14,7 +14,9 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _collectives, _container, _findings, _links, _scheduler
+from ansible_collections.xuanwu.cluster.plugins.module_utils import (
+    _collectives, _container, _findings, _host_samples, _links, _scheduler,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
 
@@ -62,6 +64,27 @@ CHECKS = {
         'DDP step time above the bound', 'fail',
         'Slow steps with healthy single-GPU throughput mean slow gradient all-reduce: check the bus '
         'bandwidth findings, GPU clocks and throttling (nvidia-smi -q -d PERFORMANCE) and CPU affinity.'),
+    'workload.ddp_step_jitter': _e(
+        'DDP step times spread: the slowest steps far above the median', 'warn',
+        'Some training steps took far longer than the median (warm-up steps left out): look for what interrupts the ranks '
+        '(another process on the cores or GPUs: top -H, nvidia-smi; the host_cpu figures of the same run; Python garbage '
+        'collection; swapping: vmstat 5), for GPU clocks dipping (the dmon.* figures) and for a flapping link (the link '
+        'counter findings).', compares='p99 / median of the step times after workloads.ddp_smoke.warmup_steps vs '
+        'workloads.ddp_smoke.max_p99_ratio'),
+    'workload.ddp_step_periodic': _e(
+        'DDP steps slow at a fixed period', 'warn',
+        'Every k-th step is slow: something runs at a fixed period beside the job (a monitoring agent, a cron job, a '
+        'health check polling the GPUs with nvidia-smi, checkpoint or logging every k steps, a DataLoader whose workers '
+        'cannot keep up): find it with the period (the steps named), pidstat 1 and the host_cpu figures of the run.',
+        compares='steps slower than workloads.ddp_smoke.spike_ratio x the median, at least spike_min_count of them at '
+                 'one fixed distance'),
+    'workload.ddp_straggler': _e(
+        'One rank was last to reach the gradient all-reduce', 'warn',
+        'Every rank waited for {rank_host} in the gradient all-reduce: its data and forward pass took longer than the '
+        'other ranks\'. Check that rank\'s GPU alone (the gpu_single stage: clocks, another process on it), its CPU '
+        '(the host_cpu figures, NUMA placement of the rank: nvidia-smi topo -m) and, across nodes, that node.',
+        kind='rank<N> (host)', compares='the rank last to finish its forward pass in at least half of the steps after '
+        'the warm-up, by a median lag vs workloads.ddp_smoke.max_rank_lag_pct of the median step time'),
     'workload.fault_isolation': _e(
         'A killed rank does not end the job cleanly', 'fail',
         'Jobs must fail fast when a peer dies: set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (or NCCL blocking '
@@ -107,6 +130,7 @@ CHECKS = {
         'dmon.* findings, nvidia-smi -q -d PERFORMANCE), for a slow link in the soak\'s all-reduce (the collectives '
         'findings), then rerun the soak alone on the node.'),
 }
+CHECKS.update(_host_samples.CHECKS)
 
 
 def _finding(host, check, component, measured, expected, message, severity=None, context=None):
@@ -402,6 +426,120 @@ def evaluate_ddp_smoke(run, spec, host, component='ddp_smoke', profile=None):
     if bound is not None and step is not None and step > bound:
         findings.append(_finding(host, 'workload.ddp_step_time', component, round(step, 2), '<= %s ms' % bound,
                                  'median step time %.1f ms is above %s ms' % (step, bound)))
+    findings.extend(evaluate_step_times(result, spec, host, component))
+    return findings
+
+
+# Bounds of the step-time distribution (the profile's workloads.ddp_smoke, same keys); docs/metrics.md says why.
+STEP_DEFAULTS = {'warmup_steps': 3, 'max_p99_ratio': 3.0, 'spike_ratio': 1.5, 'spike_min_count': 3, 'max_rank_lag_pct': 25.0}
+MIN_JUDGED_STEPS = 5
+
+
+def _numbers(values):
+    return [v for v in values or [] if _number(v) is not None]
+
+
+def _middle(values):
+    return _collectives._median(values) if values else None  # pylint: disable=protected-access
+
+
+def _periodic(spikes):
+    """(period, [steps]) of the longest run of ``spikes`` (step numbers) at one fixed distance of 2 or more."""
+    present, best = set(spikes), (None, [])
+    for period in range(2, (max(spikes) if spikes else 0) + 1):
+        for first in spikes:
+            chain = [first]
+            while chain[-1] + period in present:
+                chain.append(chain[-1] + period)
+            if len(chain) > len(best[1]):
+                best = (period, chain)
+    return best
+
+
+def step_timing(result, spec=None):
+    """The step times of a DDP smoke result (``per_rank``: ``[{rank, host, step_ms: [...], pre_sync_ms: [...]}]``) after
+    the warm-up: ``{warmup_steps, judged_steps, median_ms, p99_ms, p99_ratio, spikes, period, periodic_steps, last_rank}``
+    (steps counted from 1; ``last_rank``: the rank that finished its data and forward pass last in the most steps, with
+    ``share_pct`` of the steps and its median ``lag_ms`` behind the ranks' median), or ``{not_judged: why}``."""
+    bounds = dict(STEP_DEFAULTS)
+    if _number(result.get('warmup_steps')) is not None:
+        bounds['warmup_steps'] = result['warmup_steps']       # what the script was told; the profile's, when set, wins
+    bounds.update(dict((k, v) for k, v in (spec or {}).items() if k in STEP_DEFAULTS and v is not None))
+    ranks = [r for r in result.get('per_rank') or [] if isinstance(r, dict) and _numbers(r.get('step_ms'))]
+    if not ranks:
+        return {'not_judged': 'the DDP smoke reported no per-step times (per_rank)'}
+    if result.get('backend') not in (None, 'nccl'):
+        return {'not_judged': 'step times of a run on the CPU (%s) are those of a shared CPU, not of the GPUs'
+                              % result.get('backend')}
+    warmup = int(bounds['warmup_steps'])
+    count = min(len(r['step_ms']) for r in ranks)
+    if count - warmup < MIN_JUDGED_STEPS:
+        return {'not_judged': '%d step(s) after %d warm-up step(s): fewer than %d to judge' % (
+            max(0, count - warmup), warmup, MIN_JUDGED_STEPS)}
+    steps = list(range(warmup, count))
+    times = [max(_number(r['step_ms'][i]) or 0.0 for r in ranks) for i in steps]
+    median = _middle(times)
+    ordered = sorted(times)
+    p99 = ordered[max(0, -(-99 * len(ordered) // 100) - 1)]
+    spikes = [i + 1 for i, t in zip(steps, times) if median and t > bounds['spike_ratio'] * median]
+    period, chain = _periodic(spikes)
+    out = {'warmup_steps': warmup, 'judged_steps': len(steps), 'median_ms': round(median, 3), 'p99_ms': round(p99, 3),
+           'max_ms': round(ordered[-1], 3), 'p99_ratio': round(p99 / median, 3) if median else None, 'spikes': spikes,
+           'bounds': bounds}
+    if len(chain) >= bounds['spike_min_count']:
+        out.update(period=period, periodic_steps=chain)
+    usable = [r for r in ranks if len(_numbers(r.get('pre_sync_ms'))) >= count]
+    if len(usable) >= 2 and len(usable) == len(ranks):
+        last, lags = {}, dict((r.get('rank'), []) for r in usable)
+        for i in steps:
+            pre = [(r['pre_sync_ms'][i], r.get('rank')) for r in usable]
+            middle = _middle([value for value, _rank in pre])
+            last_rank = max(pre)[1]
+            last[last_rank] = last.get(last_rank, 0) + 1
+            for value, rank in pre:
+                lags[rank].append(value - middle)
+        rank = max(sorted(last, key=str), key=lambda r: last[r])
+        host = [r.get('host') for r in usable if r.get('rank') == rank][0]
+        out['last_rank'] = {'rank': rank, 'host': host, 'share_pct': round(100.0 * last[rank] / len(steps), 1),
+                            'lag_ms': round(_middle(lags[rank]), 3)}
+    return out
+
+
+def evaluate_step_times(result, spec, host, component='ddp_smoke'):
+    """``workload.ddp_step_jitter``, ``workload.ddp_step_periodic`` and ``workload.ddp_straggler`` of a DDP smoke
+    result's per-rank step times (``step_timing``); a result without them is not judged (``summarise_run`` says why)."""
+    timing = step_timing(result, spec)
+    if 'not_judged' in timing:
+        return []
+    bounds, findings = timing['bounds'], []
+    median = timing['median_ms']
+    if timing['p99_ratio'] is not None and timing['p99_ratio'] > bounds['max_p99_ratio']:
+        findings.append(_finding(host, 'workload.ddp_step_jitter', component,
+                                 'p99 %s ms = %sx the median %s ms' % (timing['p99_ms'], timing['p99_ratio'], median),
+                                 '<= %sx the median (workloads.ddp_smoke.max_p99_ratio)' % bounds['max_p99_ratio'],
+                                 'the slowest steps took %sx the median step time (%d steps after %d warm-up; slower than '
+                                 '%sx the median: steps %s)' % (
+                                     timing['p99_ratio'], timing['judged_steps'], timing['warmup_steps'], bounds['spike_ratio'],
+                                     ', '.join(str(s) for s in timing['spikes']))))
+    if timing.get('periodic_steps'):
+        steps = ', '.join(str(s) for s in timing['periodic_steps'])
+        findings.append(_finding(host, 'workload.ddp_step_periodic', component,
+                                 'every %d steps: steps %s above %sx the median %s ms' % (
+                                     timing['period'], steps, bounds['spike_ratio'], median),
+                                 'fewer than %s slow steps at one period' % bounds['spike_min_count'],
+                                 'steps %s (every %d steps, counted from 1) each took more than %sx the median step time %s ms'
+                                 % (steps, timing['period'], bounds['spike_ratio'], median)))
+    last = timing.get('last_rank')
+    if last and median and last['share_pct'] >= 50 and last['lag_ms'] >= bounds['max_rank_lag_pct'] / 100.0 * median:
+        who = 'rank %s (%s)' % (last['rank'], last['host']) if last.get('host') else 'rank %s' % last['rank']
+        findings.append(_finding(host, 'workload.ddp_straggler', who,
+                                 '%s last in %s%% of steps, %s ms behind the median rank' % (who, last['share_pct'], last['lag_ms']),
+                                 'no rank behind the others by >= %s%% of the median step time %s ms (workloads.ddp_smoke.'
+                                 'max_rank_lag_pct)' % (bounds['max_rank_lag_pct'], median),
+                                 '%s reached the gradient all-reduce last in %s%% of the %d steps after the warm-up, a median '
+                                 '%s ms after the median rank (the step: %s ms): every other rank waited for it'
+                                 % (who, last['share_pct'], timing['judged_steps'], last['lag_ms'], median),
+                                 context={'rank_host': who}))
     return findings
 
 
@@ -595,8 +733,9 @@ def _int_or_none(value):
         return None
 
 
-def summarise_run(kind, run):
-    """The figures of a run worth keeping in the report (small: no raw output)."""
+def summarise_run(kind, run, spec=None):
+    """The figures of a run worth keeping in the report (small: no raw output). ``spec``: the profile's bounds of the
+    workload (``workloads.ddp_smoke`` for its step times)."""
     keep = {'kind': kind, 'component': run.get('component'), 'exit_code': _rc(run), 'seconds': run.get('seconds'),
             'command': run.get('command'), 'timed_out': run.get('timed_out')}
     if kind == 'link_counters':
@@ -632,6 +771,8 @@ def summarise_run(kind, run):
                     keep['busbw_gbps'] = dict((str(s['size_bytes']), s.get('busbw_gbps')) for s in result.get('sizes') or [])
                 else:
                     keep['result'] = dict((k, v) for k, v in result.items() if k not in ('samples', 'per_rank', 'survivors'))
+                if kind == 'ddp_smoke':
+                    keep['step_times'] = step_timing(result, spec)
     except ParseError:
         pass
     return keep

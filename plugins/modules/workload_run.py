@@ -100,6 +100,20 @@ options:
             C(not_measured).
         type: bool
         default: true
+  host_cpu:
+    description:
+      - Sample the host's CPU every O(host_cpu.interval) seconds while the command runs (field guide §5.5, C(sar -u)), the
+        share of CPU time busy, in iowait and stolen (C(/proc/stat), every core), the 1-minute load (C(/proc/loadavg))
+        and the CPU the command's processes used (C(/proc/<pid>/stat) of the process tree it started), and return them as
+        RV(host_cpu); M(xuanwu.cluster.workload_check) judges them (checks C(workload.host_cpu_*), docs/metrics.md).
+      - With O(replay_dir), the bundle's entry C(host_cpu:<replay_key>) (the RV(host_cpu) of a run, as JSON) is read instead;
+        without one, RV(host_cpu) says C(not_measured).
+    type: dict
+    suboptions:
+      interval:
+        description: Seconds between samples, at least 1.
+        type: int
+        default: 2
 notes:
   - The command is run directly, without a shell.
 '''
@@ -157,6 +171,18 @@ dmon:
   type: dict
   sample: {command: nvidia-smi dmon -s pucvmet -d 1, interval_s: 1, exit_code: -15, truncated_bytes: 0,
            stdout: "# gpu    pwr  gtemp ...\n    0    181     42 ..."}
+host_cpu:
+  description:
+    - The host CPU samples taken while the command ran (O(host_cpu) set), with C(command), C(interval_s), C(cores),
+      C(samples) (one per interval, C(t) seconds from the start, C(busy), C(iowait), C(steal) in % of all CPU time,
+      C(core_max) the busiest core's busy % and C(core) its name, C(pegged) the cores at 95 % or more, C(load1),
+      C(procs) the command's processes, C(proc_cpu) the cores they used, C(proc_max) the busiest one's % of a core) and
+      C(core_busy_pct) (every core's busy % over the run); or C(command) and C(not_measured) (the reason).
+  returned: when O(host_cpu) is set and something ran or was replayed
+  type: dict
+  sample: {command: read /proc/stat every 2 s, interval_s: 2, cores: 16,
+           samples: [{t: 2.0, busy: 7.1, iowait: 0.0, steal: 0.0, core_max: 100.0, core: cpu3, pegged: 1, load1: 1.2,
+                      procs: 3, proc_cpu: 1.05, proc_max: 99.5}]}
 skipped_reason:
   description:
     - Why nothing ran or was replayed (check mode, the key is not in the bundle, or its file in the bundle is not read,
@@ -165,12 +191,13 @@ skipped_reason:
   type: str
 '''
 
+import json
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import shlex_quote
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _dmon_sampler
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _dmon_sampler, _host_samples
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
 
@@ -216,6 +243,20 @@ def _replay_clock_events(module, directory, key):
     return out
 
 
+def _replay_host_cpu(module, directory, key):
+    """The recorded host CPU samples beside a replayed workload (the JSON of a run's host_cpu), or why there are none."""
+    replayed, missing = _replay_sampling(module, directory, key)
+    if missing:
+        return missing
+    try:
+        entry = json.loads(replayed['stdout'])
+    except ValueError as err:
+        return {'command': replayed['command'], 'not_measured': 'the recorded host CPU samples are not JSON: %s' % err}
+    if not isinstance(entry, dict):
+        return {'command': replayed['command'], 'not_measured': 'the recorded host CPU samples are not a JSON object'}
+    return entry
+
+
 def _mask_only_secrets(module, env, secret_keys):
     """Mask exactly the secret values of ``env`` (and URL passwords) in everything the module returns."""
     secrets = set(_redact.secret_values(env, secret_keys))
@@ -243,6 +284,9 @@ def main():
                 replay_key=dict(type='str', no_log=False),
                 clock_events=dict(type='bool', default=True),
             )),
+            host_cpu=dict(type='dict', options=dict(
+                interval=dict(type='int', default=_host_samples.DEFAULT_INTERVAL_S),
+            )),
         ),
         required_one_of=[('argv', 'replay_dir')],
         required_together=[('replay_dir', 'replay_key')],
@@ -256,6 +300,9 @@ def main():
     if dmon is not None and (dmon['interval'] < 1 or not dmon['select'] or not dmon['select'].isalpha()):
         module.fail_json(msg='dmon: interval must be at least 1 second and select letters of nvidia-smi dmon -s '
                              '(for example pucvmet), got interval %d, select %r' % (dmon['interval'], dmon['select']))
+    host_cpu = p['host_cpu']
+    if host_cpu is not None and host_cpu['interval'] < 1:
+        module.fail_json(msg='host_cpu: interval must be at least 1 second, got %d' % host_cpu['interval'])
     base = dict(changed=False, timeout_s=p['timeout'], exit_code=None, stdout='', output_tail='', seconds=0.0, timed_out=False)
     if p['replay_dir']:
         replayed = _replay(module, p['replay_dir'], p['replay_key'])
@@ -267,6 +314,8 @@ def main():
             base['dmon'] = _replay_dmon(module, p['replay_dir'], dmon['replay_key'] or 'dmon:%s' % p['replay_key'])
             if dmon['clock_events']:
                 base['dmon']['clock_events'] = _replay_clock_events(module, p['replay_dir'], 'clock_events:%s' % p['replay_key'])
+        if host_cpu is not None and not replayed.get('skipped_reason'):
+            base['host_cpu'] = _replay_host_cpu(module, p['replay_dir'], 'host_cpu:%s' % p['replay_key'])
         module.exit_json(**base)
 
     command = ' '.join(shlex_quote(a) for a in p['argv'])
@@ -291,10 +340,17 @@ def main():
         if dmon['clock_events']:
             field = _dmon_sampler.reasons_field(lambda a: module.run_command(a, check_rc=False), nvidia_smi) if nvidia_smi else None
             events = _dmon_sampler.ClockEventsSampler(nvidia_smi, dmon['interval'], field or _dmon_sampler.REASONS_FIELD).start()
+    cpu = None
+    if host_cpu is not None:
+        # the module's own process tree is the workload's, less the GPU samplers started beside it
+        cpu = _host_samples.Sampler(host_cpu['interval'], leave_out=lambda: [s.process.pid for s in (sampler, events)
+                                                                             if s is not None and s.process is not None]).start()
     start = time.time()
     try:
         rc, out, err = module.run_command(argv, cwd=p['chdir'], environ_update=env, check_rc=False)
     finally:
+        if cpu is not None:
+            base['host_cpu'] = cpu.stop()
         if sampler is not None:
             base['dmon'] = sampler.stop()
         if events is not None:

@@ -169,11 +169,41 @@ def _dmon_not_judged(entry):
     return out
 
 
+HOST_CPU_CHECKS = ('workload.host_cpu_iowait', 'workload.host_cpu_steal', 'workload.host_cpu_bound')
+STEP_CHECKS = ('workload.ddp_step_jitter', 'workload.ddp_step_periodic', 'workload.ddp_straggler')
+
+
+def _samples_not_judged(entry):
+    """``{check: [why]}`` of the host CPU and DDP step-time checks that no run of a host could judge: no host CPU
+    samples (or a bound the profile leaves unset), no per-step times of a DDP smoke on the GPUs, one rank only."""
+    out = {}
+    runs = [w for w in entry.get('workloads') or [] if isinstance(w, dict)]
+    cpu = [w for w in runs if isinstance(w.get('host_cpu'), dict)]
+    if runs and not any(w['host_cpu'].get('series') for w in cpu):
+        why = '; '.join(sorted(set('%s: %s' % (w.get('component') or w.get('kind'), w['host_cpu']['not_measured'])
+                                   for w in cpu if w['host_cpu'].get('not_measured')))) or 'no host CPU samples were taken'
+        for check in HOST_CPU_CHECKS:
+            out.setdefault(check, []).append(why)
+    judged = [w for w in cpu if w['host_cpu'].get('series')]
+    for check in HOST_CPU_CHECKS:
+        reasons = ['%s: %s' % (w.get('component') or w.get('kind'), why) for w in judged
+                   for why in w['host_cpu'].get('not_judged') or [] if str(why).startswith(check + ':')]
+        if judged and len(reasons) == len(judged):
+            out.setdefault(check, []).extend(reasons)
+    ddp = [w for w in runs if w.get('kind') == 'ddp_smoke' and isinstance(w.get('step_times'), dict)]
+    if ddp and not any(w['step_times'].get('p99_ratio') is not None for w in ddp):
+        for check in STEP_CHECKS:
+            out.setdefault(check, []).extend('%s: %s' % (w.get('component'), w['step_times'].get('not_judged')) for w in ddp)
+    elif ddp and not any(w['step_times'].get('last_rank') for w in ddp):
+        out.setdefault('workload.ddp_straggler', []).append('one rank: no rank to wait for')
+    return out
+
+
 def _skipped_dmon(check, not_judged):
-    """Why the dmon ``check`` is a skipped test case (a run could not judge it), or None."""
-    if not check.startswith('dmon.'):
+    """Why the dmon, host CPU or step-time ``check`` is a skipped test case (a run could not judge it), or None."""
+    if not check.startswith('dmon.') and check not in HOST_CPU_CHECKS + STEP_CHECKS:
         return None
-    why = not_judged.get(check, []) + not_judged.get('dmon.*', [])
+    why = not_judged.get(check, []) + (not_judged.get('dmon.*', []) if check.startswith('dmon.') else [])
     return '; '.join(why) or None
 
 
@@ -199,6 +229,7 @@ def render_junit(report, catalogue):
         kinds = _kinds(entry)
         check_ids = sorted(set(c for c in catalogue if _applies(c, kinds)) | set(by_check))
         dmon_not_judged = _dmon_not_judged(entry)
+        dmon_not_judged.update(_samples_not_judged(entry))
         cases = []
         h_fail = h_err = 0
         if entry.get('error'):
@@ -283,9 +314,22 @@ def _figures(run):
             value = round(value, 2)
         if value is not None:
             parts.append(label % value)
+    timing = run.get('step_times') if isinstance(run.get('step_times'), dict) else {}
+    if timing.get('p99_ratio') is not None:
+        parts.append('steps after warm-up: median %s ms, p99 %s ms (%sx)' % (
+            _fmt(timing.get('median_ms')), _fmt(timing.get('p99_ms')), _fmt(timing.get('p99_ratio'))))
+        last = timing.get('last_rank') if isinstance(timing.get('last_rank'), dict) else {}
+        if last:
+            parts.append('last to the all-reduce: rank %s (%s) in %s%% of steps, +%s ms' % (
+                _fmt(last.get('rank')), _fmt(last.get('host')), _fmt(last.get('share_pct')), _fmt(last.get('lag_ms'))))
+    elif timing.get('not_judged'):
+        parts.append('step times not judged: %s' % timing['not_judged'])
     dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}
     if dmon.get('not_measured'):
         parts.append('GPU samples NOT MEASURED: %s' % dmon['not_measured'])
+    cpu = run.get('host_cpu') if isinstance(run.get('host_cpu'), dict) else {}
+    if cpu.get('not_measured'):
+        parts.append('host CPU samples NOT MEASURED: %s' % cpu['not_measured'])
     if run.get('timed_out'):
         parts.append('TIMED OUT')
     if run.get('debug_log_tail'):
@@ -313,6 +357,47 @@ def _size(n):
 DMON_COLUMNS = (('pwr', 'power (W)'), ('sm', 'SM (%)'), ('gtemp', 'GPU temp (°C)'), ('fb', 'memory used (MiB)'), ('pclk', 'SM clock (MHz)'))
 
 
+# host CPU series shown per run next to the GPU samples (_host_samples.judge_run's series): (series, heading)
+HOST_CPU_COLUMNS = (('busy', 'busy (%)'), ('iowait', 'iowait (%)'), ('steal', 'steal (%)'), ('core_max', 'busiest core (%)'),
+                    ('load1', 'load 1 min'), ('proc_cpu', 'workload CPU (cores)'), ('proc_max', 'busiest process (% of a core)'))
+
+
+def host_cpu_rows(runs):
+    """``(rows, notes)`` of the runs' host CPU samples: a row ``(during, samples, cells, busiest cores, command)`` per run
+    that has them (``cells``: min / median / max of each HOST_CPU_COLUMNS series), ``notes`` what was not measured or not
+    judged."""
+    rows, notes = [], []
+    for run in runs:
+        cpu = run.get('host_cpu') if isinstance(run.get('host_cpu'), dict) else None
+        name = _fmt(run.get('component') or run.get('kind'))
+        if cpu is None:
+            continue
+        if cpu.get('not_measured'):
+            notes.append('host CPU samples during %s NOT MEASURED: %s' % (name, cpu['not_measured']))
+            continue
+        series = cpu.get('series') if isinstance(cpu.get('series'), dict) else {}
+        notes += ['during %s, not judged: %s' % (name, why) for why in cpu.get('not_judged') or []]
+        busiest = ', '.join('%s %s%%' % (k, v) for k, v in (cpu.get('busiest_cores') or {}).items()) or '-'
+        rows.append((name, _fmt(cpu.get('samples')), [_dmon_stats(series.get(c)) for c, _h in HOST_CPU_COLUMNS], busiest,
+                     _fmt(cpu.get('command'))))
+    return rows, notes
+
+
+def _md_host_cpu(runs):
+    """A table of the host CPU samples of the runs that have them, then what was not measured or not judged."""
+    rows, notes = host_cpu_rows(runs)
+    out = []
+    if rows:
+        out += ['Host CPU samples (/proc/stat, /proc/loadavg, the workload\'s processes), min / median / max:', '',
+                '| during | samples | %s | busiest cores over the run |' % ' | '.join(h for _c, h in HOST_CPU_COLUMNS),
+                '|---|---|%s---|' % ('---|' * len(HOST_CPU_COLUMNS))]
+        out += ['| %s | %s | %s | %s |' % (_md(name), _md(count), ' | '.join(_md(c) for c in cells), _md(busiest))
+                for name, count, cells, busiest, _command in rows] + ['']
+    for note in notes:
+        out += ['**Host CPU:** %s' % _md(note), '']
+    return out
+
+
 def _md_workloads(runs):
     if not runs:
         return []
@@ -326,6 +411,7 @@ def _md_workloads(runs):
         if run.get('not_applicable'):
             lines += ['**Not applicable:** %s — %s' % (_md(run.get('component')), _md(run['not_applicable'])), '']
     lines += _md_dmon(runs)
+    lines += _md_host_cpu(runs)
     for run in runs:
         if run.get('debug_log_tail'):
             lines += ['<details><summary>%s: NCCL_DEBUG=INFO re-run</summary>' % _md(run.get('component')), ''
@@ -528,6 +614,20 @@ def _dmon_html(runs, e, plots):
             + rows + ['</table>'] + missing)
 
 
+def _host_cpu_html(runs, e):
+    """The host CPU samples of every run that has them, next to the GPU samples; what was not measured or judged."""
+    rows, notes = host_cpu_rows(runs)
+    out = []
+    if rows:
+        out += ['<h3>Host CPU samples during the workloads</h3>', '<p class="note">min / median / max of each series</p>',
+                '<table class="dmon"><tr><th>during</th><th>samples</th>%s<th>busiest cores over the run</th></tr>' % ''.join(
+                    '<th>%s</th>' % e(h) for _c, h in HOST_CPU_COLUMNS)]
+        out += ['<tr><td title="%s">%s</td><td class="num">%s</td>%s<td>%s</td></tr>' % (
+            e(command), e(name), e(count), ''.join('<td>%s</td>' % e(c) for c in cells), e(busiest))
+            for name, count, cells, busiest, command in rows] + ['</table>']
+    return out + ['<p class="not-measured">%s</p>' % e(note) for note in notes]
+
+
 def _plots_html(runs, e):
     figures = []
     for run in runs:
@@ -588,6 +688,7 @@ def _host_html(host, entry, e, open_, plots):
         if plots:
             out += _plots_html(runs, e)
         out += _dmon_html(runs, e, plots)
+        out += _host_cpu_html(runs, e)
         for run in runs:
             if run.get('debug_log_tail'):
                 out.append('<details><summary>%s: NCCL_DEBUG=INFO re-run</summary><pre>%s</pre></details>' % (

@@ -13,6 +13,13 @@ predicts the next token. A working stack (GPU, NCCL/gloo, DDP gradient all-reduc
 fall within a few steps. Passes when the last step's loss is below the first step's, every loss is
 finite, no collective failed and the parameters are identical on every rank after training.
 
+Every rank times every step (``step_ms``: from the end of the previous step to the end of this one, all ranks being
+aligned by the step's gradient all-reduce) and, within it, its data and forward pass (``pre_sync_ms``: synchronised
+before the backward pass, whose gradient all-reduce waits for the last rank to get there; the model's buffers are not
+broadcast, so the forward pass has no collective of its own). Rank 0 reports every rank's times (``per_rank``, with
+the host) so that the judge can name the rank the others waited for and the steps that were slow (the first
+``--warmup-steps`` left out).
+
 Defaults: on GPU d_model 512, 6 layers, 8 heads, vocabulary 8192, sequence 256, batch 16 per rank
 (about 27M parameters, bf16 autocast); on CPU a tiny model (about 0.1M parameters). At most --steps
 (default 20) steps.
@@ -21,7 +28,7 @@ Rank 0 prints one final line ``XUANWU_RESULT {json}``::
 
     {"ok", "losses", "first_loss", "last_loss", "step_time_ms_median", "tokens_per_s", "params",
      "world_size", "backend", "device", "params_in_sync", "torch_version", "cuda_available", "device_count",
-     "torch_nccl_version", "error"}
+     "torch_nccl_version", "warmup_steps", "per_rank": [{"rank", "host", "step_ms", "pre_sync_ms"}], "error"}
 
 and every rank exits 1 on failure. Needs only torch and the standard library (Python 3.8+).
 """
@@ -31,6 +38,7 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import math
 import os
+import socket
 import sys
 import time
 
@@ -39,6 +47,7 @@ import workload_common as common  # noqa: E402  pylint: disable=wrong-import-pos
 
 RESULT_TAG = common.RESULT_TAG
 GPU_DEFAULTS = {'d_model': 512, 'layers': 6, 'heads': 8, 'ff': 2048, 'vocab': 8192, 'seq': 256, 'batch': 16, 'lr': 1e-3}
+HOST_BYTES = 255
 CPU_DEFAULTS = {'d_model': 64, 'layers': 2, 'heads': 4, 'ff': 128, 'vocab': 64, 'seq': 32, 'batch': 8, 'lr': 3e-3}
 
 
@@ -56,6 +65,7 @@ def build_parser():
         parser.add_argument('--' + key.replace('_', '-'), dest=key, type=int, default=None)
     parser.add_argument('--lr', type=float, default=None)
     parser.add_argument('--steps', type=int, default=20)
+    parser.add_argument('--warmup-steps', type=int, default=3, help='first steps the judge leaves out (reported only)')
     parser.add_argument('--seed', type=int, default=1234)
     parser.add_argument('--amp', choices=('auto', 'bf16', 'off'), default='auto', help='bf16 autocast (auto: on GPU)')
     parser.add_argument('--backend', choices=('auto', 'nccl', 'gloo'), default='auto')
@@ -106,6 +116,25 @@ def make_batches(torch, cfg, rank, seed, count):
     return batches
 
 
+def gather_times(torch, dist, device, world, times, pre_sync):
+    """Every rank's step and pre-sync times, ms (``[{rank, host, step_ms, pre_sync_ms}]``, on every rank)."""
+    mine = torch.tensor([t * 1000.0 for t in times] + [t * 1000.0 for t in pre_sync], dtype=torch.float64, device=device)
+    every = [torch.zeros_like(mine) for dummy in range(world)]
+    dist.all_gather(every, mine)
+    # the host names as fixed-size byte tensors (all_gather_object would need numpy)
+    name = list(socket.gethostname().encode('utf-8')[:HOST_BYTES])
+    mine_host = torch.tensor(name + [0] * (HOST_BYTES - len(name)), dtype=torch.uint8, device=device)
+    every_host = [torch.zeros_like(mine_host) for dummy in range(world)]
+    dist.all_gather(every_host, mine_host)
+    hosts = [bytes(b for b in t.cpu().tolist() if b).decode('utf-8', 'replace') for t in every_host]
+    steps = len(times)
+    out = []
+    for rank, values in enumerate(every):
+        values = [round(float(v), 3) for v in values.cpu().tolist()]
+        out.append({'rank': rank, 'host': hosts[rank], 'step_ms': values[:steps], 'pre_sync_ms': values[steps:]})
+    return out
+
+
 def run(args, torch, dist):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -122,17 +151,19 @@ def run(args, torch, dist):
     torch.manual_seed(args.seed)
     model = make_model(torch, cfg).to(device)
     params = sum(p.numel() for p in model.parameters())
-    ddp = DDP(model, device_ids=[device.index] if on_gpu else None)
+    # the causal mask is the model's only buffer, the same on every rank: not broadcast, so that the forward pass holds
+    # no collective and its time is the rank's own
+    ddp = DDP(model, device_ids=[device.index] if on_gpu else None, broadcast_buffers=False)
     optimizer = torch.optim.AdamW(ddp.parameters(), lr=cfg['lr'], weight_decay=0.0)
     loss_fn = torch.nn.CrossEntropyLoss()
     batches = [(x.to(device), y.to(device)) for x, y in make_batches(torch, cfg, rank, args.seed, 4)]
 
-    losses, times = [], []
+    losses, times, pre_sync = [], [], []
+    if on_gpu:
+        torch.cuda.synchronize(device)
+    began = time.perf_counter()
     for step in range(args.steps):
         inputs, targets = batches[step % len(batches)]
-        if on_gpu:
-            torch.cuda.synchronize(device)
-        began = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         if amp:
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
@@ -140,14 +171,20 @@ def run(args, torch, dist):
         else:
             logits = ddp(inputs)
         loss = loss_fn(logits.float().reshape(-1, cfg['vocab']), targets.reshape(-1))
+        if on_gpu:
+            torch.cuda.synchronize(device)
+        pre_sync.append(time.perf_counter() - began)
         loss.backward()
         optimizer.step()
         value = loss.detach().clone()
         dist.all_reduce(value)
         if on_gpu:
             torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - began)
+        ended = time.perf_counter()
+        times.append(ended - began)
+        began = ended
         losses.append(float(value.item()) / world)
+    per_rank = gather_times(torch, dist, device, world, times, pre_sync)
 
     # every rank must hold the same weights after DDP training
     with torch.no_grad():
@@ -174,6 +211,7 @@ def run(args, torch, dist):
         'device': torch.cuda.get_device_name(device) if on_gpu else 'cpu',
         'config': dict(cfg, steps=args.steps, amp_bf16=amp),
         'params_in_sync': in_sync, 'torch_version': torch.__version__, 'error': None,
+        'warmup_steps': args.warmup_steps, 'per_rank': per_rank,
     }
     result.update(common.torch_seen(torch))
     if not result['ok']:

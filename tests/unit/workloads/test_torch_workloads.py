@@ -104,6 +104,11 @@ def test_ddp_smoke_cpu():
     assert result['losses'][0] == result['first_loss'] and result['losses'][-1] == result['last_loss']
     assert result['params_in_sync'] is True and 10000 < result['params'] < 1000000
     assert result['world_size'] == 2 and result['step_time_ms_median'] > 0 and result['tokens_per_s'] > 0
+    # every rank's every step, with the time of its data and forward pass before the gradient all-reduce
+    assert [r['rank'] for r in result['per_rank']] == [0, 1] and result['warmup_steps'] == 3
+    for rank in result['per_rank']:
+        assert len(rank['step_ms']) == len(rank['pre_sync_ms']) == 15 and rank['host']
+        assert all(0 < pre < step for pre, step in zip(rank['pre_sync_ms'], rank['step_ms']))
 
 
 def test_fault_isolation_ends_with_an_error_in_bound():
