@@ -22,6 +22,10 @@ def _probe_args(args, profile):
     probe = dict((k, args[k]) for k in PROBE_ARGS if args.get(k) not in (None, '', []))
     disks = [d.get('path') for d in ((profile.get('host') or {}).get('disks') or []) if isinstance(d, dict) and d.get('path')]
     probe['disk_paths'] = list(dict.fromkeys(list(args.get('disk_paths') or []) + disks))
+    reads = [item for item in ((profile.get('host') or {}).get('storage') or []) if isinstance(item, dict) and item.get('read_mb_s_min') is not None]
+    if reads:
+        probe['read_tests'] = [{'path': item['path'], 'max_bytes': int(item.get('read_max_gib', 1) * 2 ** 30),
+                                'max_seconds': float(item.get('read_max_s', 10))} for item in reads]
     patterns = (profile.get('host') or {}).get('leftover_process_patterns')
     if patterns is not None:
         probe['process_patterns'] = patterns

@@ -70,6 +70,18 @@ CHECKS = {
         'missing (check /etc/fstab or the automounter, `mount {path}`) and the job would read a stale local copy; a local '
         'cache on a network file system makes every node read over the network (field guide 3.4: cache the dataset on '
         'local NVMe or use a parallel file system).'),
+    'host.storage_read_slow': _c(
+        'Storage read throughput', 'storage <path>', 'fail',
+        'a bounded read of the path (cold: cached pages dropped) reaches host.storage[].read_mb_s_min',
+        'The dataset path reads slower than the profile needs (field guide 3.4): check the mount (`findmnt -T {path}`, '
+        'NFS `nconnect`/`rsize`, the Lustre or GPFS client), the network path to the storage (`ethtool` counters, the '
+        'storage VLAN), and other readers at the same moment; cache the dataset on local NVMe if the shared file system '
+        'cannot serve every node.'),
+    'host.storage_unreadable': _c(
+        'Storage path not readable', 'storage <path>', 'fail',
+        'the path of a host.storage read test exists and its files can be read',
+        'The dataset path is missing or cannot be read by the probe\'s user: check the mount (`findmnt -T {path}`), '
+        'the automounter, and the permissions (`namei -l {path}`).'),
     'host.port_in_use': _c(
         'Port already in use', 'port <n>/<proto>', 'fail', 'nothing listens on the ports of host.ports_must_be_free',
         'Find the owner with `ss -lntup | grep :{port}` and stop it (a stale training job or rendezvous store), or change '
@@ -122,6 +134,8 @@ CHECKS = {
 
 
 _GIB = 2 ** 30
+# Below this much read, a throughput says nothing of the file system (_probe.MIN_READ_BYTES).
+MIN_READ_BYTES = 64 << 20
 
 # The profile keys of the memory and storage checks (docs/profiles.md shows them under host).
 PROFILE_KEYS = {'host': {
@@ -151,6 +165,13 @@ PROFILE_KEYS = {'host': {
                                         'local: any other type.'},
                 'fstypes': {'type': 'list', 'elements': {'type': 'str'}, 'min_items': 1,
                             'description': 'The file system types allowed (as /proc/mounts names them: nfs4, lustre...).'},
+                'read_mb_s_min': {'type': 'float', 'min': 0,
+                                  'description': 'Read the files under the path (cached pages dropped first) and fail '
+                                                 'below this throughput, MB/s (10^6 bytes). Absent: no read.'},
+                'read_max_gib': {'type': 'float', 'min': 0.0625, 'max': 1024,
+                                 'description': 'Stop the read after this much, GiB. Absent: 1.'},
+                'read_max_s': {'type': 'float', 'min': 1, 'max': 300,
+                               'description': 'Stop the read after this long, s. Absent: 10.'},
             },
         },
     },
@@ -188,6 +209,7 @@ def check_host(run):
     _check_disks(run, want, host)
     _check_memory(run, want.get('memory') or {}, host)
     _check_storage(run, want.get('storage') or [], host)
+    _check_reads(run, [item for item in want.get('storage') or [] if item.get('read_mb_s_min') is not None], host)
     _check_ports(run, want, host)
     if want['pcie_acs_must_be_disabled']:
         acs = host.get('pcie_acs')
@@ -349,6 +371,32 @@ def _check_storage(run, want, host):
             continue
         run.add('host.storage_kind', comp, what, expected,
                 '%s is on %s, the profile expects %s (%s)' % (path, what, expected, item['kind']), path=path)
+
+
+def _check_reads(run, want, host):
+    if not want:
+        return
+    reads = host.get('storage_read') if isinstance(host.get('storage_read'), dict) else {}
+    for item in want:
+        path, floor = item['path'], item['read_mb_s_min']
+        comp = 'storage %s' % path
+        read = reads.get(path)
+        if not isinstance(read, dict):
+            run.unknown(['storage_read:' + path], comp, 'the read throughput of %s' % path)
+            continue
+        if read.get('error') and not read.get('bytes'):
+            run.add('host.storage_unreadable', comp, read['error'], 'readable',
+                    '%s could not be read: %s' % (path, read['error']), path=path)
+            continue
+        size, speed = _num(read.get('bytes')) or 0, _num(read.get('mb_per_s'))
+        if size < MIN_READ_BYTES or speed is None:
+            run.not_measured(comp, 'read throughput (only %d MiB could be read, %d MiB needed for a figure)'
+                             % (size // 2 ** 20, MIN_READ_BYTES // 2 ** 20), 'du -sh %s' % path)
+        elif speed < floor:
+            cache = '' if read.get('cache_dropped') else ', page cache kept'
+            measured = '%s MB/s (%.0f MiB in %ss%s)' % (_g(speed), size / 2 ** 20, _g(read.get('seconds')), cache)
+            run.add('host.storage_read_slow', comp, measured, '>= %s MB/s' % _g(floor),
+                    '%s read at %s MB/s, the profile wants at least %s' % (path, _g(speed), _g(floor)), path=path)
 
 
 def _check_ports(run, want, host):

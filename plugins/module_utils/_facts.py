@@ -521,6 +521,17 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'shared': _bool('A type that several nodes mount (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, GlusterFS, WekaFS, '
                         'JuiceFS, DAOS).'),
     }), '`/proc/mounts`, device, mount point and type only (options can name credentials).', probe='mounts'),
+    'storage_read': _map('path', _dict('The bounded read of one path.', {
+        'path': _str('The path read.'),
+        'bytes': _int('Bytes read.', unit='bytes'),
+        'seconds': _num('Time the reading took.', unit='s'),
+        'files': _int('Files read (opened).'),
+        'mb_per_s': _num('bytes / 10^6 / seconds; null when nothing was timed.', null=True, unit='MB/s'),
+        'cache_dropped': _bool('The kernel was asked to drop each file\'s cached pages before reading it (POSIX_FADV_DONTNEED).'),
+        'complete': _bool('Every file was read within the bounds (the dataset is smaller than they are).'),
+        'error': _str('The first error (a path that does not exist, a file that cannot be read).', null=True),
+    }), 'The `host.storage` paths with `read_mb_s_min`, by path: the files under each read in name order until '
+        '`read_max_gib` or `read_max_s`.', probe='storage_read'),
     'memlock_kib': _int('`ulimit -l`; null = unlimited.', null=True, unit='KiB', probe='memlock'),
     'memlock_unlimited': _bool('`ulimit -l` is unlimited.', null=True, probe='memlock'),
     'pcie_acs': _dict('PCIe Access Control Services from `lspci -vvv` (run as root).', _with_parse_error({

@@ -18,6 +18,7 @@
 * :func:`parse_modinfo` - ``modinfo MODULE``
 * :func:`parse_meminfo` - ``/proc/meminfo`` (memory headroom, swap, huge pages)
 * :func:`parse_proc_mounts` - ``/proc/mounts`` (which file system holds a path, local or shared)
+* :func:`parse_storage_read` - the bounded read of a dataset path (the node probe's internal ``storage_read:<path>``)
 
 Each raises :class:`ParseError` on text that is not what the tool prints and nothing else.
 """
@@ -942,3 +943,41 @@ def parse_proc_mounts(text):
     if not out:
         raise ParseError('mounts', 'no mount', text)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# storage_read:<path> (the node probe's bounded read of a dataset path, _probe.storage_read_text)
+
+_READ_KEYS = ('path', 'bytes', 'seconds', 'files', 'cache', 'complete')
+
+
+def parse_storage_read(text):
+    """Parse the ``key=value`` lines of the bounded read of a path (``_probe.storage_read_text``).
+
+    Returns ``{path, bytes, seconds, files, mb_per_s, cache_dropped, complete, error}``: ``mb_per_s`` is bytes / 10^6 /
+    seconds (None when nothing was timed), ``cache_dropped`` whether the kernel was asked to drop each file's cached
+    pages before it was read, ``complete`` whether every file was read within the bounds, ``error`` the first error
+    (a path that does not exist, a file that cannot be read) or None.
+    """
+    seen = {}
+    for raw in _nonblank(text, 'storage read'):
+        key, sep, value = raw.partition('=')
+        if not sep or key not in _READ_KEYS + ('error',) or key in seen:
+            raise ParseError('storage read', 'unexpected line: %r' % raw[:100], text)
+        seen[key] = value
+    missing = [key for key in _READ_KEYS if key not in seen]
+    if missing:
+        raise ParseError('storage read', 'no %s line' % ', '.join(missing), text)
+    if not seen['path'].startswith('/'):
+        raise ParseError('storage read', 'path is not absolute: %r' % seen['path'][:100], text)
+    if seen['cache'] not in ('dropped', 'kept') or seen['complete'] not in ('true', 'false'):
+        raise ParseError('storage read', 'cache is dropped or kept, complete true or false', text)
+    size = int_from_text(seen['bytes'], 'storage read', 'bytes', text)
+    seconds = float_from_text(seen['seconds'], 'storage read', 'seconds', text, low=0, high=86400)
+    return {
+        'path': seen['path'], 'bytes': size, 'seconds': seconds,
+        'files': int_from_text(seen['files'], 'storage read', 'files', text),
+        'mb_per_s': round(size / 1e6 / seconds, 1) if seconds > 0 else None,
+        'cache_dropped': seen['cache'] == 'dropped', 'complete': seen['complete'] == 'true',
+        'error': seen.get('error') or None,
+    }

@@ -15,6 +15,7 @@ import fnmatch
 import json
 import os
 import re
+import time
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
@@ -192,9 +193,17 @@ def interface_probes(ifname, rdma=True):
     return probes
 
 
+def storage_probes(paths):
+    """One ``storage_read:<path>`` probe per path of a profile's host.storage that asks for a read figure."""
+    return [Probe('storage_read:' + path, 'host', 'host', [Alternative(host_p.parse_storage_read, internal='storage_read:' + path)],
+                  note='(the `host.storage` paths with `read_mb_s_min`: a bounded read, `read_max_gib` / `read_max_s`)')
+            for path in paths]
+
+
 def all_probes():
-    """Every probe once (per-interface ones for an interface named ``IF``, disks for ``PATH...``)."""
-    return base_probes(disk_paths=('PATH...',)) + amd_probes() + end_probes() + interface_probes('IF')
+    """Every probe once (per-interface ones for an interface named ``IF``, disks for ``PATH...``, a storage read for
+    ``PATH``)."""
+    return base_probes(disk_paths=('PATH...',)) + storage_probes(['PATH']) + amd_probes() + end_probes() + interface_probes('IF')
 
 
 # probe name -> the profile sections its facts feed (the checks' view of a failed probe)
@@ -314,6 +323,64 @@ class LiveRunner(object):
         return Output('ok', alt.command, rc=0, stdout=text)
 
 
+# The bounded read of a dataset path (storage_read:<path>) reads blocks of this size.
+READ_BLOCK = 4 << 20
+
+
+def _files_under(path):
+    """The regular files of ``path`` (itself, or the tree under it in name order; links are not followed)."""
+    if os.path.isfile(path) and not os.path.islink(path):
+        yield path
+        return
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        for name in sorted(names):
+            full = os.path.join(folder, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                yield full
+
+
+def storage_read_text(path, max_bytes=1 << 30, max_seconds=10.0, clock=None):
+    """The internal probe ``storage_read:<path>``: read the files under ``path`` until ``max_bytes`` or ``max_seconds``,
+    each after asking the kernel to drop its cached pages (POSIX_FADV_DONTNEED, so that what is timed is the file
+    system, not the page cache); ``key=value`` lines for _parse_host.parse_storage_read."""
+    clock = clock or getattr(time, 'monotonic', time.time)
+    drop = hasattr(os, 'posix_fadvise')
+    buf = bytearray(READ_BLOCK)
+    total, count, error, complete = 0, 0, None, True
+    if not os.path.exists(path):
+        error, complete = '%s: no such file or directory' % path, False
+    start = clock()
+    for name in _files_under(path) if error is None else ():
+        if total >= max_bytes or clock() - start >= max_seconds:
+            complete = False
+            break
+        try:
+            handle = os.open(name, os.O_RDONLY)
+        except OSError as err:
+            error = error or '%s: %s' % (name, err.strerror)
+            continue
+        try:
+            if drop:
+                os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_DONTNEED)
+            while total < max_bytes and clock() - start < max_seconds:
+                size = os.readv(handle, [memoryview(buf)[:min(READ_BLOCK, max_bytes - total)]])
+                if not size:
+                    break
+                total += size
+        except OSError as err:
+            error = error or '%s: %s' % (name, err.strerror)
+        finally:
+            os.close(handle)
+        count += 1
+    seconds = clock() - start
+    lines = ['path=%s' % re.sub(r'[\x00-\x1f\x7f]', ' ', path), 'bytes=%d' % total, 'seconds=%.3f' % seconds, 'files=%d' % count,
+             'cache=%s' % ('dropped' if drop else 'kept'), 'complete=%s' % ('true' if complete and total < max_bytes else 'false')]
+    if error:
+        lines.append('error=%s' % re.sub(r'[\x00-\x1f\x7f]', ' ', error))
+    return '\n'.join(lines) + '\n'
+
+
 PROC_NET_FILES = ('tcp', 'tcp6', 'udp', 'udp6')
 
 
@@ -396,7 +463,7 @@ def validate_manifest(manifest, directory):
 # ---------------------------------------------------------------------------------------------
 # Collection and assembly.
 
-def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, stage='start'):
+def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, stage='start', read_paths=()):
     """Run every probe of the selected groups through ``runner``.
 
     Returns ``(parsed, statuses)``: ``parsed`` maps probe key to parser output (only for probes
@@ -438,7 +505,7 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
             except ParseError:
                 continue
 
-    for probe in base_probes(disk_paths) if stage == 'start' else end_probes():
+    for probe in base_probes(disk_paths) + storage_probes(read_paths) if stage == 'start' else end_probes():
         if probe.group in groups:
             one(probe)
     has_tool = getattr(runner, 'has_tool', None)
@@ -625,14 +692,18 @@ def _host_facts(parsed, statuses, disk_paths):
         host['memory'] = parsed['meminfo']
     if 'mounts' in parsed:
         host['mounts'] = parsed['mounts']
+    reads = [key for key in statuses if key.startswith('storage_read:')]
+    if reads:
+        host['storage_read'] = dict((key.split(':', 1)[1], parsed[key]) for key in reads if key in parsed)
     return host
 
 
-def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, process_patterns=None, stage='start'):
+def probe(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, process_patterns=None, stage='start',
+          read_paths=()):
     """Run the probes and return the facts dictionary (``stage`` end: the end-of-run facts of probe_end)."""
     disk_paths = tuple(disk_paths) or ('/',)
     parsed, statuses = run_probes(runner, groups=groups, interfaces=interfaces, disk_paths=disk_paths, capture=capture,
-                                  stage=stage)
+                                  stage=stage, read_paths=read_paths)
     source = 'replay' if isinstance(runner, ReplayRunner) else 'live'
     if stage == 'end':
         return {'schema_version': FACTS_SCHEMA_VERSION, 'source': source, 'probes': statuses,

@@ -56,6 +56,28 @@ options:
     type: list
     elements: path
     default: ['/']
+  read_tests:
+    description:
+      - Paths to read for a throughput figure (the probe C(storage_read:<path>), fact C(host.storage_read)); the role takes
+        them from the profile's C(host.storage) entries that set C(read_mb_s_min).
+      - The regular files under each path are read in name order, links not followed, each after asking the kernel to drop
+        its cached pages (C(POSIX_FADV_DONTNEED)), until O(read_tests[].max_bytes) or O(read_tests[].max_seconds).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: An absolute path, a file or a folder (a dataset).
+        type: path
+        required: true
+      max_bytes:
+        description: Stop after this many bytes.
+        type: int
+        default: 1073741824
+      max_seconds:
+        description: Stop after this many seconds.
+        type: float
+        default: 10
   replay_dir:
     description:
       - Read the raw outputs from this capture bundle directory instead of running the tools.
@@ -179,6 +201,7 @@ bundle:
   sample: {directory: /tmp/xuanwu-bundle.k2j4x9/bundle, files: [manifest.json, nvidia_query_gpu.txt]}
 '''
 
+import functools
 import re
 import socket
 import time
@@ -201,6 +224,11 @@ def main():
             nccl_library_globs=dict(type='list', elements='str', default=[]),
             process_patterns=dict(type='list', elements='str'),
             stage=dict(type='str', default='start', choices=['start', 'end']),
+            read_tests=dict(type='list', elements='dict', default=[], options=dict(
+                path=dict(type='path', required=True),
+                max_bytes=dict(type='int', default=1 << 30),
+                max_seconds=dict(type='float', default=10.0),
+            )),
         ),
         mutually_exclusive=[('replay_dir', 'capture_dir')],
         supports_check_mode=True,
@@ -214,6 +242,11 @@ def main():
             re.compile(pattern)
         except re.error as err:
             module.fail_json(msg='process_patterns: %r is not a regular expression: %s' % (pattern, err))
+    for index, test in enumerate(p['read_tests']):
+        if not test['path'].startswith('/') or re.search(r'[\x00-\x1f\x7f]', test['path']):
+            module.fail_json(msg='read_tests[%d].path: %r is not an absolute path without control characters' % (index, test['path']))
+        if test['max_bytes'] < 1 or not 0 < test['max_seconds'] <= 3600:
+            module.fail_json(msg='read_tests[%d]: max_bytes must be 1 or more and max_seconds in (0, 3600]' % index)
 
     if p['replay_dir']:
         try:
@@ -229,12 +262,16 @@ def main():
 
         internals = {'nccl_version': lambda: _probe.nccl_version_text(p['nccl_library_globs']),
                      'proc_net_listening': _probe.proc_net_listening_text}
+        for test in p['read_tests']:
+            internals['storage_read:' + test['path']] = functools.partial(_probe.storage_read_text, test['path'], test['max_bytes'],
+                                                                          test['max_seconds'])
         runner = _probe.LiveRunner(run, which, internals=internals, timeout=p['timeout'])
 
     writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
     try:
         facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
-                             process_patterns=p['process_patterns'], stage=p['stage'])
+                             process_patterns=p['process_patterns'], stage=p['stage'],
+                             read_paths=[test['path'] for test in p['read_tests']])
     except _probe.BundleError as err:
         module.fail_json(msg=str(err))
 

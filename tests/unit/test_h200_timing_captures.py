@@ -26,8 +26,8 @@ def _ddp_result(run):
     return json.loads(line[len('XUANWU_RESULT '):])
 
 
-@pytest.mark.parametrize('run, status, failing', [('run23', 'pass', []), ('run24', 'pass', []),
-                                                   ('run25', 'fail', ['workload.soak_throughput'])])
+@pytest.mark.parametrize('run, status, failing', [
+    ('run23', 'pass', []), ('run24', 'pass', []), ('run25', 'fail', ['workload.soak_throughput'])])
 def test_real_runs_judged_as_they_were(run, status, failing):
     host = _report(run)
     assert host['status'] == status

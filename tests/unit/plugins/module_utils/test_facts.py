@@ -57,6 +57,9 @@ _NET = {
     'roce_pfc:' + _IF: {'file': 'derived/net/dcb_-j_pfc_show_dev_ens1np0_pfc3.json'},
     'ib_counters_end': {'file': 'derived/ib/ib_counters_8x_after_load_healthy.txt',
                         'command': _probe.end_probes()[0].alternatives[0].command},
+    # the bounded read of a host.storage path (run when the profile sets read_mb_s_min): the real one of /usr/lib
+    'storage_read:/usr/lib': {'file': 'hardware/debian12-vm-noaccel/storage_read_usr_lib.txt',
+                              'command': _probe.storage_probes(['/usr/lib'])[0].alternatives[0].command},
 }
 # ... and through the others: mlnx_qos for PFC, /proc/net without ss, dmesg; on AMD, amd-smi and rocm-smi.
 _OTHERS = {
@@ -82,7 +85,7 @@ def test_a_node_where_every_probe_answers_conforms(tmp_path):
         bundle = str(tmp_path / str(number))
         make_bundles.write_bundle(probes, bundle, {'host': 'every-probe'})
         for stage in ('start', 'end'):
-            facts = conforms(_probe.probe(_probe.ReplayRunner(bundle), stage=stage), stage)
+            facts = conforms(_probe.probe(_probe.ReplayRunner(bundle), stage=stage, read_paths=['/usr/lib']), stage)
             answered.update((key.split(':', 1)[0], record['command'].split(' ', 1)[0])
                             for key, record in facts['probes'].items() if record['status'] == 'ok')
         if base == 'h200x4-healthy':
@@ -90,9 +93,14 @@ def test_a_node_where_every_probe_answers_conforms(tmp_path):
     every = set()
     for probe in _probe.all_probes():
         every.update((probe.name, alt.command.replace('/opt/rocm/bin/', '').split(' ', 1)[0]) for alt in probe.alternatives)
-    # the same tool at another path (nvcc of /usr/local/cuda/bin, amd-smi of /opt/rocm/bin) is one parser
-    every = set((name, tool.rsplit('/', 1)[-1]) for name, tool in every)
-    missing = every - set((name, tool.rsplit('/', 1)[-1]) for name, tool in answered)
+    # the same tool at another path (nvcc of /usr/local/cuda/bin, amd-smi of /opt/rocm/bin) is one parser, and so is an
+    # internal probe for another path (internal:storage_read:<path>)
+
+    def tool_of(command):
+        return ':'.join(command.split(':')[:2]) if command.startswith('internal:') else command.rsplit('/', 1)[-1]
+
+    every = set((name, tool_of(tool)) for name, tool in every)
+    missing = every - set((name, tool_of(tool)) for name, tool in answered)
     assert not missing, 'probe alternatives no facts were built from: %s' % sorted(missing)
 
 
