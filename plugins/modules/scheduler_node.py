@@ -201,7 +201,9 @@ after:
   type: dict
   sample: {state: drained, reason: "xuanwu 2026-12-01T0100: rollout", detail: IDLE+DRAIN}
 owned:
-  description: Whether the node's drain is this run's (made now or by an earlier run with the same run id).
+  description:
+    - Whether the node's drain is this run's (made now or by an earlier run with the same run id).
+    - With O(backend=none) always true, since no scheduler holds the node for anyone else.
   returned: always
   type: bool
 drained:

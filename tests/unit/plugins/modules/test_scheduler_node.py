@@ -46,7 +46,7 @@ def test_bad_input_fails_clearly(tmp_path, scontrol, args, message):
 
 def test_none_backend_reports_no_scheduler(tmp_path):
     result = run_module(tmp_path, {'action': 'drain'})
-    assert (result['changed'], result['backend'], result['owned']) == (False, 'none', False)
+    assert (result['changed'], result['backend'], result['owned']) == (False, 'none', True)   # no scheduler holds it for anyone else
     assert result['message'] == 'no scheduler (scheduler_backend none): nothing to drain'
 
 
