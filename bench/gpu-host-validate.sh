@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full validate.yml (all five collectives, the four PyTorch workloads, a soak, dmon and the clock event
+# The full validate.yml (all five collectives, the PyTorch workloads with the elastic restart, a soak, dmon and the clock event
 # reasons sampled) run again and again on a GPU host itself (connection local), healthy and with real faults
 # injected by other processes (no GPU setting is changed), keeping every raw output: the runs behind
 # bench/gpu-host-validate.md.
@@ -93,7 +93,7 @@ for spec in "$@"; do
 {"xuanwu_profile": "$PROFILE", "xuanwu_validate_collectives": true, "xuanwu_validate_workloads": true,
  "xuanwu_validate_gpu_single": true,
  "xuanwu_collectives": ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
- "xuanwu_torch_workloads": ["allreduce_bench", "ddp_smoke", "fault_isolation", "soak"], "xuanwu_soak_duration_s": $SOAK_S,
+ "xuanwu_torch_workloads": ["allreduce_bench", "ddp_smoke", "fault_isolation", "elastic_restart", "soak"], "xuanwu_soak_duration_s": $SOAK_S,
  "xuanwu_torch_python": "$run/bin/python", "xuanwu_dmon": true, "xuanwu_collectives_gpus": $NGPU,
  "xuanwu_profile_overrides": {"host": {"time": null}},
  "xuanwu_nccl_library_globs": ["$NCCL_HOME/lib/libnccl.so*"], "xuanwu_nccl_env": {"NCCL_NVLS_ENABLE": "0"},

@@ -494,7 +494,7 @@ SCHEMA = {
             },
         },
         'workloads': {
-            'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, soak).',
+            'type': 'dict', 'default': {}, 'description': 'Bounds for the PyTorch workloads (training smoke, fault isolation, elastic restart, soak).',
             'keys': {
                 'ddp_smoke': {
                     'type': 'dict', 'default': {}, 'description': 'DDP training smoke job (a small transformer, synthetic data).',
@@ -544,6 +544,33 @@ SCHEMA = {
                     'keys': {
                         'bound_s': {'type': 'float', 'default': 120.0, 'min': 1,
                                     'description': 'The job must end with an error this soon after the kill; longer is a hang.'},
+                    },
+                },
+                'elastic_restart': {
+                    'type': 'dict', 'default': {},
+                    'description': 'Elastic restart (field guide §5.4): a training job under torchrun --max-restarts '
+                                   'that checkpoints every checkpoint_every steps loses one rank (SIGKILL) after a '
+                                   'checkpoint; torchrun must restart the workers, which resume from the last checkpoint '
+                                   'and finish (workload.elastic_*).',
+                    'keys': {
+                        'steps': {'type': 'int', 'default': 20, 'min': 4, 'max': 1000,
+                                  'description': 'Training steps; the kill comes after step checkpoint_every + '
+                                                 'max(1, checkpoint_every // 2), which must leave steps after it.'},
+                        'checkpoint_every': {'type': 'int', 'default': 5, 'min': 1, 'max': 500,
+                                             'description': 'Steps between checkpoints; at most this many steps may be '
+                                                            'redone after the restart (workload.elastic_steps_lost).'},
+                        'max_restarts': {'type': 'int', 'default': 3, 'min': 1, 'max': 100,
+                                         'description': 'torchrun --max-restarts: restarts of the worker group allowed.'},
+                        'recover_s_max': {
+                            'type': 'float', 'default': 60.0, 'min': 1,
+                            'description': 'Fail when the first step after the restart ends more than this many seconds '
+                                           'after the kill (workload.elastic_recovery_slow). A healthy restart is torchrun '
+                                           'noticing the dead rank (0.5 s), stopping the others, starting new workers '
+                                           '(python and torch import), CUDA and NCCL initialisation, the checkpoint read '
+                                           'and one step: a few seconds to about 20 on a GPU node; 60 leaves three times '
+                                           'that.'},
+                        'timeout_s': {'type': 'int', 'default': 600, 'min': 30,
+                                      'description': 'Bound on the whole job, restart included; past it the job is hung.'},
                     },
                 },
                 'gpu_single': {

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Judge workload results — nccl-tests runs, the torch all-reduce benchmark, the DDP training smoke
-job, the fault-isolation test and the soak — against the hardware profile; produce findings.
+job, the fault-isolation test, the elastic restart and the soak — against the hardware profile; produce findings.
 
 Pure functions: results in (as the run modules return them), findings out. A run that died, timed
 out or printed nothing parsable is itself a finding that quotes what was read.
@@ -22,7 +22,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import 
 
 RESULT_TAG = 'XUANWU_RESULT'
 # kinds whose output holds XUANWU_RESULT lines
-RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'gpu_single')
+RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'gpu_single', 'elastic_restart')
 # GPU-sample bounds that cannot apply to a kind of workload: {kind: {bound: why}} (workload_check leaves them unjudged
 # and says why): the single-GPU stage allocates its matmul matrices, then its copy buffers, GPU after GPU, so its
 # framebuffer rises by design (a healthy H200 went from 1011 to 9293 MB in one run).
@@ -90,6 +90,29 @@ CHECKS = {
         'Jobs must fail fast when a peer dies: set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (or NCCL blocking '
         'wait) and a collective timeout in the training launcher; check that the launcher (torchrun/srun) '
         'tears down the remaining ranks; a hang here means a dead node would stall the whole job.'),
+    'workload.elastic_not_recovered': _e(
+        'Elastic restart: the job did not finish after a rank was killed', 'fail',
+        'The training job did not come back by itself after one rank was killed (field guide 5.4): read the quoted '
+        'error and the job\'s output (run the stage again with xuanwu_workload_keep_dir). Check that torchrun runs with '
+        '--max-restarts above 0 and a c10d rendezvous, that the restarted workers can initialise the GPUs and NCCL '
+        '(no process left holding a GPU: nvidia-smi; no Xid in the kernel log), and that the checkpoint directory is '
+        'writable and readable again. Where the message says the kill did not happen, the test itself failed (the job '
+        'ran without a fault): it proves nothing of the node; rerun it.',
+        compares='the job killed once, restarted by torchrun, every step done, exit 0'),
+    'workload.elastic_recovery_slow': _e(
+        'Elastic restart: slow to recover after a rank was killed', 'fail',
+        'From the kill to the first training step after torchrun restarted the workers took longer than the bound: '
+        'look at what the restart waited for in the job\'s output: workers that did not stop on SIGTERM (torchrun waits '
+        '30 s before SIGKILL), a slow python/torch import (a shared file system), slow CUDA or NCCL initialisation '
+        '(NCCL_DEBUG=INFO; persistence mode: nvidia-smi -q | grep Persistence), a slow checkpoint read.',
+        compares='seconds from the SIGKILL to the end of the first step after the restart <= '
+                 'workloads.elastic_restart.recover_s_max'),
+    'workload.elastic_steps_lost': _e(
+        'Elastic restart: more steps redone than the checkpoint interval allows', 'fail',
+        'The restarted job went back further than its last checkpoint: at most checkpoint_every steps may be lost. '
+        'The checkpoint was not written, not found after the restart (a directory that is not shared by the restarted '
+        'workers, removed, or a node-local path on another node) or not loaded; a resume from step 0 redoes every step.',
+        compares='the kill step less the step the restart resumed from <= workloads.elastic_restart.checkpoint_every'),
     'workload.placement': _e(
         'Workload did not run on the GPUs of the profile', 'fail',
         'PyTorch on this node does not see the GPUs (field guide §4.1): check python -c "import torch; '
@@ -568,6 +591,80 @@ def evaluate_fault_isolation(run, spec, host, component='fault_isolation'):
     return findings
 
 
+def evaluate_elastic_restart(run, spec, host, component='elastic_restart', profile=None):
+    """Elastic restart (roles/torch_workloads/files/elastic_restart_launch.py): one rank of a training job that
+    checkpoints every ``checkpoint_every`` steps is killed after a checkpoint; torchrun must restart the workers, which
+    resume from the last checkpoint and finish. ``workload.elastic_not_recovered``: the job did not finish after the
+    kill, or finished without one (then the test failed, not the node, and the message says so);
+    ``workload.elastic_recovery_slow``: the kill to the first step after the restart above ``recover_s_max``;
+    ``workload.elastic_steps_lost``: more steps redone than ``checkpoint_every``. A run on the CPU, or on fewer GPUs
+    than the profile has, is ``workload.placement``."""
+    spec = spec or {}
+    result, findings = _single_result(run, host, component, 'torch')
+    if result is None:
+        return findings
+    findings.extend(evaluate_placement(result, profile, host, component))
+    error = result.get('error')
+    restarts, steps = _number(result.get('restarts')), _number(result.get('steps'))
+    done = _number(result.get('steps_done'))
+    if not result.get('killed'):
+        findings.append(_finding(
+            host, 'workload.elastic_not_recovered', component, 'no rank killed%s' % (': %s' % error if error else ''),
+            'one rank killed after step %s, then restarted' % _shown(result.get('kill_step') or _default_kill(result)),
+            'test error, not a verdict on the node: the kill did not happen, so the restart was not tested (%s)'
+            % (error or 'no reason given')))
+        return findings
+    finished = (not result.get('hung') and _rc(run) in (0, None) and result.get('exit_code') == 0
+                and steps is not None and done == steps)
+    if not finished:
+        measured = ('still running after %ss' % result.get('bound_s') if result.get('hung')
+                    else 'exit code %s, %s of %s steps' % (result.get('exit_code'), _shown(done), _shown(steps)))
+        findings.append(_finding(
+            host, 'workload.elastic_not_recovered', component, measured,
+            'every step done after the restart (at most %s restarts)' % _shown(result.get('max_restarts')),
+            'after rank %s was killed at step %s, the job did not finish: %s' % (
+                result.get('victim_rank'), result.get('kill_step'), error or 'no error reported')))
+        return findings
+    if not restarts:
+        findings.append(_finding(
+            host, 'workload.elastic_not_recovered', component, 'finished without a restart', 'restarted once or more',
+            'test error, not a verdict on the node: rank %s was sent SIGKILL at step %s, yet the job finished without a '
+            'restart, so the restart was not tested' % (result.get('victim_rank'), result.get('kill_step'))))
+        return findings
+    if error or result.get('ok') is False:
+        findings.append(_finding(host, 'workload.failed', component, error or 'not ok', 'no error',
+                                 'the elastic restart job recovered but failed: %s' % (error or 'not ok')))
+    bound, recover = _number(spec.get('recover_s_max')), _number(result.get('recover_s'))
+    if recover is None:
+        findings.append(_finding(host, 'workload.elastic_recovery_slow', component, 'not measured',
+                                 '<= %s s' % _shown(bound), 'the job finished, but no step after the restart was seen, '
+                                 'so the time to recover is unknown'))
+    elif bound is not None and recover > bound:
+        findings.append(_finding(
+            host, 'workload.elastic_recovery_slow', component, '%.1f s' % recover, '<= %s s' % bound,
+            'from the SIGKILL of rank %s to the first step after the restart took %.1f s (%s restart(s); the whole job '
+            '%s s)' % (result.get('victim_rank'), recover, restarts, _shown(result.get('total_s')))))
+    every = _number(result.get('checkpoint_every'))
+    every = every if every is not None else _number(spec.get('checkpoint_every'))
+    redone = _number(result.get('steps_redone'))
+    if redone is None or (every is not None and redone > every):
+        findings.append(_finding(
+            host, 'workload.elastic_steps_lost', component,
+            '%s step(s) redone (resumed from step %s, killed after step %s)' % (
+                _shown(redone), _shown(result.get('resumed_from')), result.get('kill_step')),
+            '<= %s (a checkpoint every %s steps)' % (_shown(every), _shown(every)),
+            'the restarted job resumed from step %s after the kill at step %s: %s' % (
+                _shown(result.get('resumed_from')), result.get('kill_step'),
+                'it did not report the step it resumed from' if redone is None
+                else 'more steps lost than one checkpoint interval')))
+    return findings
+
+
+def _default_kill(result):
+    every = _number(result.get('checkpoint_every'))
+    return every + max(1, every // 2) if every else None
+
+
 def evaluate_soak(run, spec, host, component='soak', profile=None):
     spec = spec or {}
     result, findings = _single_result(run, host, component, 'torch')
@@ -707,6 +804,9 @@ EVALUATORS = {
                                                                profile=profile),
     'fault_isolation': lambda run, profile, host: evaluate_fault_isolation(
         run, ((profile or {}).get('workloads') or {}).get('fault_isolation'), host),
+    'elastic_restart': lambda run, profile, host: evaluate_elastic_restart(
+        run, ((profile or {}).get('workloads') or {}).get('elastic_restart'), host, run.get('component') or 'elastic_restart',
+        profile=profile),
     'soak': lambda run, profile, host: evaluate_soak(run, ((profile or {}).get('workloads') or {}).get('soak'), host, profile=profile),
     'gpu_single': lambda run, profile, host: evaluate_gpu_single(
         run, ((profile or {}).get('workloads') or {}).get('gpu_single'), host, run.get('component') or 'gpu_single', profile=profile),
@@ -720,7 +820,7 @@ EVALUATORS = {
 
 
 def evaluate(kind, run, profile, host):
-    """Findings for one run of ``kind`` (nccl_tests, torch_allreduce, ddp_smoke, fault_isolation, soak)."""
+    """Findings for one run of ``kind`` (nccl_tests, torch_allreduce, ddp_smoke, fault_isolation, elastic_restart, soak)."""
     if kind not in EVALUATORS:
         raise ValueError('unknown workload kind %r' % kind)
     return EVALUATORS[kind](run, profile, host)

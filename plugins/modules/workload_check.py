@@ -16,7 +16,7 @@ description:
   - Runs on the controller only (an action plugin).
   - Takes a run registered from M(xuanwu.cluster.workload_run) and judges it by O(kind) against the host's profile
     (C(xuanwu_profile_resolved)); C(nccl_tests) and C(torch_allreduce) against the C(collectives) bandwidth curves,
-    C(ddp_smoke), C(fault_isolation) and C(soak) against the C(workloads) section; C(task_error) records a stage whose
+    C(ddp_smoke), C(fault_isolation), C(elastic_restart), C(gpu_single) and C(soak) against the C(workloads) section; C(task_error) records a stage whose
     task failed outright (O(run) holds C(task) and C(message)); C(not_measured) records a stage that was requested and
     cannot measure anything (O(run) holds C(stage) and C(reason)); C(link_counters) compares the InfiniBand error counters
     of the probe (O(run) C(before), the host's C(xuanwu_facts.infiniband)) with those read after the load (C(after), the
@@ -49,8 +49,8 @@ options:
     description: What ran.
     type: str
     required: true
-    choices: [container_smoke, ddp_smoke, fault_isolation, link_counters, mesh, nccl_tests, not_measured, scheduler, soak, task_error,
-              torch_allreduce]
+    choices: [container_smoke, ddp_smoke, elastic_restart, fault_isolation, gpu_single, link_counters, mesh, nccl_tests, not_measured,
+              scheduler, soak, task_error, torch_allreduce]
   run:
     description:
       - The registered result of M(xuanwu.cluster.workload_run). For C(nccl_tests) it needs a C(collective) key

@@ -136,7 +136,7 @@ def _fmt(value):
 # on it (a run of one of these kinds in its workloads) or found something: a stage that did not run is no pass.
 STAGE_AREAS = {
     'collectives': ('nccl_tests',),
-    'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters', 'gpu_single'),
+    'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters', 'gpu_single', 'elastic_restart'),
     'mesh': ('mesh',),
     'container': ('container_smoke',),
     # the scheduler's view of a node before a rollout returns it to service
@@ -207,9 +207,22 @@ def _skipped_dmon(check, not_judged):
     return '; '.join(why) or None
 
 
+# Checks of one opt-in workload within a stage area: {check id prefix: the kind that must have run}. Where the stage
+# ran without that workload, its checks are skipped test cases that say so, never passes.
+WORKLOAD_OF_CHECKS = {'workload.elastic_': 'elastic_restart'}
+
+
 def _applies(check, kinds):
     area = check.split('.', 1)[0]
     return area not in STAGE_AREAS or bool(kinds & set(STAGE_AREAS[area]))
+
+
+def _not_run(check, kinds):
+    """Why ``check`` of an opt-in workload is no test case of a host where that workload did not run, or None."""
+    for prefix, kind in WORKLOAD_OF_CHECKS.items():
+        if check.startswith(prefix) and kind not in kinds:
+            return 'not applicable: %s did not run on this host (not in xuanwu_torch_workloads, or not judged here)' % kind
+    return None
 
 
 def render_junit(report, catalogue):
@@ -247,10 +260,11 @@ def render_junit(report, catalogue):
                     for f in fails)
                 body.append('<failure message=%s type="fail">%s</failure>' % (
                     quoteattr('%s: %s' % (fails[0]['component'], fails[0].get('message', ''))), escape(text)))
-            skipped = None if found else _skipped_dmon(check, dmon_not_judged)
+            skipped = None if found else (_not_run(check, kinds) or _skipped_dmon(check, dmon_not_judged))
             if skipped:
                 # a check some run could not judge is no pass
-                body.append('<skipped message=%s/>' % quoteattr('not judged: %s' % skipped))
+                body.append('<skipped message=%s/>' % quoteattr(
+                    skipped if skipped.startswith('not applicable: ') else 'not judged: %s' % skipped))
             others = [f for f in found if f['severity'] != 'fail']
             if others:
                 body.append('<system-out>%s</system-out>' % escape('\n'.join(
@@ -309,11 +323,12 @@ def _figures(run):
     for key, label in (('step_time_ms_median', 'step %s ms'), ('tokens_per_s', '%s tokens/s'), ('first_loss', 'loss %s'),
                        ('last_loss', '-> %s'), ('seconds', 'ended in %s s'), ('rss_growth_pct', 'RSS %+.1f%%'),
                        ('gpu_mem_growth_pct', 'GPU mem %+.1f%%')):
-        value = result.get(key)
+        value = result.get(key) if run.get('kind') != 'elastic_restart' else None
         if isinstance(value, float):
             value = round(value, 2)
         if value is not None:
             parts.append(label % value)
+    parts.extend(elastic_figures(run))
     timing = run.get('step_times') if isinstance(run.get('step_times'), dict) else {}
     if timing.get('p99_ratio') is not None:
         parts.append('steps after warm-up: median %s ms, p99 %s ms (%sx)' % (
@@ -335,6 +350,24 @@ def _figures(run):
     if run.get('debug_log_tail'):
         parts.append('NCCL_DEBUG=INFO log kept')
     return '; '.join(parts) or '-'
+
+
+def elastic_figures(run):
+    """The figures of an elastic restart run (``[text]``): the kill, the restarts, the resume, the steps redone, the
+    time to recover and the whole job; [] for other runs."""
+    result = run.get('result') if isinstance(run.get('result'), dict) else {}
+    if run.get('kind') != 'elastic_restart' or not result:
+        return []
+    if not result.get('killed'):
+        return ['no rank killed: restart not tested%s' % (' (%s)' % result['error'] if result.get('error') else '')]
+    return ['rank %s killed after step %s' % (_fmt(result.get('victim_rank')), _fmt(result.get('kill_step'))),
+            '%s restart(s) of at most %s' % (_fmt(result.get('restarts')), _fmt(result.get('max_restarts'))),
+            'resumed from step %s (checkpoint every %s), %s step(s) redone' % (
+                _fmt(result.get('resumed_from')), _fmt(result.get('checkpoint_every')), _fmt(result.get('steps_redone'))),
+            'recovered in %s s' % _fmt(result.get('recover_s')),
+            '%s of %s steps in %s s, loss %s -> %s' % (
+                _fmt(result.get('steps_done')), _fmt(result.get('steps')), _fmt(result.get('total_s')),
+                _fmt(result.get('first_loss')), _fmt(result.get('final_loss')))]
 
 
 def gpu_single_rows(run):

@@ -206,6 +206,28 @@ def test_torch_workloads_on_cpu_pass_and_report_their_figures(tmp_path):
     assert fault['ended_with_error'] and not fault['hung'] and fault['seconds'] < 60
 
 
+@pytest.mark.skipif(torch_python() is None, reason='no Python with torch here')
+def test_elastic_restart_on_cpu_recovers_and_reports_its_figures(tmp_path):
+    profile = h200_profile(tmp_path, workloads={'elastic_restart': {'steps': 6, 'checkpoint_every': 2, 'max_restarts': 2}})
+    parent = tmp_path / 'scratch'
+    parent.mkdir(mode=0o1777)
+    parent.chmod(0o1777)
+    inv = inventory(tmp_path, {'cpu-node': {}}, xuanwu_profile=profile, xuanwu_validate_workloads=True,
+                    xuanwu_torch_python=torch_python(), xuanwu_torch_nproc=2, xuanwu_torch_workloads=['elastic_restart'],
+                    xuanwu_workload_tmp_parent=str(parent), xuanwu_torch_env={'GLOO_SOCKET_IFNAME': 'lo', 'OMP_NUM_THREADS': '1'})
+    rc, out, (folder, report) = run_validate(tmp_path, inv)
+    entry = report['hosts']['cpu-node']
+    assert rc == 0, (entry['findings'], out[-3000:])
+    (run,) = entry['workloads']
+    result = run['result']
+    assert run['kind'] == 'elastic_restart' and result['ok'] and result['restarts'] >= 1
+    assert result['resumed_from'] == 2 and result['steps_redone'] == 1 and result['recover_s'] < 60
+    # the checkpoint directory was made in the run's private directory, and both are gone
+    assert result['checkpoint_dir_removed'] and os.listdir(str(parent)) == []
+    with open(os.path.join(folder, 'report.md')) as handle:
+        assert 'resumed from step 2 (checkpoint every 2), 1 step(s) redone' in handle.read()
+
+
 @pytest.mark.parametrize('stage', ['collectives', 'multinode'])
 def test_requested_stages_without_nccl_tests_binaries_fail_and_say_why(tmp_path, stage):
     """A stage switched on with no binaries known: a fail finding naming it, not a pass with 0 findings.
@@ -281,6 +303,7 @@ def test_a_real_2x_h200_validate_run_passes_and_fails_5_percent_slower_from_1_Gi
 
 @pytest.mark.parametrize('workloads, multinode, component, reason', [
     (['fault_isolation'], True, 'multinode fault_isolation', 'with xuanwu_torch_multinode it is not run'),
+    (['elastic_restart'], True, 'multinode elastic_restart', 'keeps its checkpoint on that node; with xuanwu_torch_multinode'),
     ([], False, 'torch_workloads', 'xuanwu_torch_workloads lists no workload'),
     (['ddp_smoke'], False, 'ddp_smoke', 'torch:ddp_smoke is not in the capture bundle'),
 ])

@@ -237,3 +237,62 @@ def test_all_ranks_on_one_node_fail_a_job_across_nodes_even_with_the_right_rank_
     findings = _workloads.evaluate_nccl_tests(run, {}, 'h')
     assert [f['check'] for f in findings] == ['collectives.rank_count']
     assert findings[0]['measured'].startswith('1 node(s)') and findings[0]['expected'] == '2 node(s)'
+
+
+# An elastic restart that recovered: the result line of roles/torch_workloads/files/elastic_restart_launch.py
+ELASTIC_OK = {'ok': True, 'killed': True, 'victim_rank': 1, 'kill_step': 7, 'restarts': 1, 'max_restarts': 3,
+              'resumed_from': 5, 'steps_redone': 2, 'checkpoint_every': 5, 'steps': 20, 'steps_done': 20,
+              'recover_s': 14.2, 'total_s': 41.0, 'final_loss': 3.1, 'first_loss': 4.3, 'exit_code': 0, 'hung': False,
+              'bound_s': 600, 'world_size': 2, 'backend': 'nccl', 'error': None}
+ELASTIC_SPEC = {'recover_s_max': 60.0, 'checkpoint_every': 5}
+
+
+def elastic(result, spec=None, **kwargs):
+    return _workloads.evaluate('elastic_restart', dict(run(result, **kwargs), component='elastic_restart'),
+                               {'workloads': {'elastic_restart': spec or ELASTIC_SPEC}}, 'h')
+
+
+@pytest.mark.parametrize('change, found, words', [
+    ({}, [], None),
+    # the job did not come back: torchrun gave up (restarts spent) or the job hung past the bound
+    ({'exit_code': 1, 'steps_done': 7, 'ok': False, 'error': 'torchrun exited 1'}, ['workload.elastic_not_recovered'],
+     'did not finish: torchrun exited 1'),
+    ({'hung': True, 'exit_code': -15, 'ok': False, 'steps_done': None}, ['workload.elastic_not_recovered'], 'still running'),
+    # no kill, or a kill that caused no restart: the test failed, not the node, and the finding says so
+    ({'killed': False, 'kill_step': None, 'restarts': 0, 'ok': False,
+      'error': 'no rank was killed: the victim never reported holding after step 7'},
+     ['workload.elastic_not_recovered'], 'test error, not a verdict on the node'),
+    ({'restarts': 0, 'ok': False}, ['workload.elastic_not_recovered'], 'finished without a restart'),
+    ({'recover_s': 75.5}, ['workload.elastic_recovery_slow'], '75.5 s'),
+    ({'recover_s': None}, ['workload.elastic_recovery_slow'], 'time to recover is unknown'),
+    # a resume from step 0 redoes all 7 steps; from the last checkpoint at most 5
+    ({'resumed_from': 0, 'steps_redone': 7}, ['workload.elastic_steps_lost'], 'resumed from step 0'),
+    ({'resumed_from': None, 'steps_redone': None}, ['workload.elastic_steps_lost'], 'did not report the step'),
+    ({'ok': False, 'error': 'loss did not fall: first 4.3, final 4.4'}, ['workload.failed'], 'loss did not fall'),
+])
+def test_elastic_restart(change, found, words):
+    findings = elastic(dict(ELASTIC_OK, **change))
+    assert [f['check'] for f in findings] == found, findings
+    assert all(f['severity'] == 'fail' for f in findings)
+    if words:
+        assert words in findings[0]['message'] + ' ' + str(findings[0]['measured']), findings[0]
+
+
+def test_elastic_restart_bounds_come_from_the_profile():
+    assert elastic(dict(ELASTIC_OK, recover_s=75.5), dict(ELASTIC_SPEC, recover_s_max=90.0)) == []
+    # the interval the job ran with wins over the profile's (they are the same when the role ran it)
+    assert elastic(dict(ELASTIC_OK, checkpoint_every=10, steps_redone=7)) == []
+    assert [f['check'] for f in elastic(dict(ELASTIC_OK, checkpoint_every=2, steps_redone=3))] == ['workload.elastic_steps_lost']
+
+
+def test_elastic_restart_that_printed_nothing_or_timed_out_is_a_failed_run():
+    assert checks(elastic(None, exit_code=1, tail='ModuleNotFoundError: torch')) == [('workload.failed', 'fail')]
+    assert checks(elastic(None, exit_code=124, timed_out=True)) == [('workload.failed', 'fail')]
+
+
+def test_elastic_restart_on_the_cpu_of_a_gpu_node_is_a_placement_finding():
+    profile = {'gpu': {'vendor': 'nvidia', 'count': 1}, 'workloads': {'elastic_restart': ELASTIC_SPEC}}
+    found = _workloads.evaluate('elastic_restart', run(dict(ELASTIC_OK, backend='gloo', device='cpu')), profile, 'h')
+    assert checks(found) == [('workload.placement', 'fail')]
+    summary = _workloads.summarise_run('elastic_restart', run(ELASTIC_OK))
+    assert summary['result']['recover_s'] == 14.2 and summary['result']['steps_redone'] == 2

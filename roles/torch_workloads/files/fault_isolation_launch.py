@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -131,17 +130,7 @@ def main(argv=None):
         exit_code = proc.wait(timeout=args.bound_s)
     except subprocess.TimeoutExpired:
         hung = True
-        for sig, wait in ((signal.SIGTERM, args.grace_s), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        exit_code = proc.returncode
+        exit_code = common.stop_job(proc, args.grace_s, lambda sig: os.killpg(proc.pid, sig))
     seconds = time.monotonic() - began
     reader.join(timeout=5)
     text = ''.join(output)

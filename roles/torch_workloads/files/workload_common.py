@@ -96,12 +96,34 @@ def init(torch, dist, wanted_backend, timeout_s):
     ``wanted_backend`` is auto, nccl or gloo; ``timeout_s`` bounds every collective.
     """
     import datetime
+    backend, device = backend_and_device(torch, dist, wanted_backend)
+    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return backend, device, dist.get_rank(), dist.get_world_size()
+
+
+def backend_and_device(torch, dist, wanted_backend):
+    """``(backend, device)`` of this rank: its GPU (LOCAL_RANK, made current) with NCCL, else the CPU."""
     backend = pick_backend(torch, dist, wanted_backend)
     local_rank = int(os.environ.get('LOCAL_RANK', '0'))
     if backend == 'nccl':
         torch.cuda.set_device(local_rank)
-        device = torch.device('cuda', local_rank)
-    else:
-        device = torch.device('cpu')
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
-    return backend, device, dist.get_rank(), dist.get_world_size()
+        return backend, torch.device('cuda', local_rank)
+    return backend, torch.device('cpu')
+
+
+def stop_job(proc, grace_s, send):
+    """Stop a job past its bound: ``send(SIGTERM)``, wait ``grace_s``, then ``send(SIGKILL)`` and wait 10 s (``send``
+    signals the job's processes, an OSError ignored); the job's exit code (None when it still did not end)."""
+    import signal
+    import subprocess
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        try:
+            send(sig)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.returncode
