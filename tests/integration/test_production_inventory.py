@@ -267,3 +267,24 @@ def test_the_batches_and_the_failure_limit_of_group_vars_all_are_the_rollouts(tm
     assert [b['hosts'] for b in state['batches']] == [['node1', 'node2'], ['node3']], state
     assert state['stopped_at_batch'] is None and state['held_drained'] == ['node2'], state
     assert latest(state)['node3']['outcome'] == 'passed'
+
+
+def test_provision_yml_takes_the_batches_and_the_failure_limit_of_group_vars_all(tmp_path):
+    """playbooks/provision.yml reads xuanwu_serial and xuanwu_max_fail_percentage from localhost as the rollout does, so
+    the values of group_vars/all are used: batches of 2 (the default [1, "20%"] makes 1, 1, 1 of three hosts), and a
+    limit of 50 % (the default 0 stops after the first batch, where node1's fact gathering fails: 1 of 2), so node3 is
+    provisioned in a second batch."""
+    (tmp_path / 'group_vars').mkdir()
+    (tmp_path / 'group_vars' / 'all.yml').write_text(yaml.safe_dump({'xuanwu_serial': 2, 'xuanwu_max_fail_percentage': 50}))
+    hosts = {'node1': {'ansible_python_interpreter': '/bin/false'}, 'node2': {}, 'node3': {}}
+    inventory = tmp_path / 'inventory.yml'
+    variables = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
+                 'xuanwu_profile': 'h200x4-nvlink', 'xuanwu_provision': []}
+    inventory.write_text(yaml.safe_dump({'all': {'vars': variables, 'hosts': hosts}}))
+    rc, out = playbook('-i', str(inventory), 'playbooks/provision.yml')
+    assert rc == 2, out[-4000:]
+    plays = out.split('PLAY [Provision the nodes in batches]')[1:]
+    assert len(plays) == 2, out[-4000:]
+    assert [sorted(set(re.findall(r'^(?:ok|fatal): \[(node\d)\]', play, re.M))) for play in plays] == [['node1', 'node2'], ['node3']]
+    counts = recap(out)
+    assert counts['node1']['failed'] == 1 and counts['node3']['failed'] == 0 and counts['node3']['ok'] >= 1, counts
