@@ -30,8 +30,8 @@ def rollout_outcome(state, host, report):
     return _call('rollout_outcome', lambda s, h, r: _rollout.outcome(h, s, r), state, host, report)
 
 
-def rollout_batch_outcomes(outcomes, batch):
-    return _call('rollout_batch_outcomes', lambda o, b: _rollout.batch_outcomes(b, o), outcomes, batch)
+def rollout_batch_outcomes(outcomes, batch, reached=None):
+    return _call('rollout_batch_outcomes', lambda o, b, r: _rollout.batch_outcomes(b, o, r), outcomes, batch, reached)
 
 
 def rollout_stops(outcomes, max_fail_percentage):

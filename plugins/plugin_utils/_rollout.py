@@ -53,12 +53,27 @@ def outcome(host, state, report):
     return {'outcome': 'passed', 'failed_checks': [], 'reasons': reasons}
 
 
-def batch_outcomes(batch, outcomes):
-    """Every host of ``batch`` with its outcome: a host without one failed or became unreachable before it was decided."""
+def batch_outcomes(batch, outcomes, reached=None):
+    """Every host of ``batch`` with its outcome: a host without one failed or became unreachable before it was decided.
+
+    ``reached``: ``{host: the result of the batch's reach check}`` (site.yml tries every node of a batch before its
+    drain); a host without an outcome whose check was unreachable is said so, with the connection's message.
+    """
     outcomes = outcomes or {}
-    missing = {'outcome': 'unreachable', 'failed_checks': ['unreachable'],
-               'reasons': ['the host failed or became unreachable before its outcome was decided']}
-    return dict((host, outcomes.get(host) or dict(missing)) for host in batch)
+    reached = reached if isinstance(reached, dict) else {}
+    out = {}
+    for host in batch:
+        check = reached.get(host) if isinstance(reached.get(host), dict) else {}
+        if outcomes.get(host):
+            out[host] = outcomes[host]
+        elif check.get('unreachable'):
+            message = ' '.join(str(check.get('msg') or 'no message').split())
+            out[host] = {'outcome': 'unreachable', 'failed_checks': ['unreachable'],
+                         'reasons': ['unreachable at the start of its batch (not drained, not changed): %s' % message]}
+        else:
+            out[host] = {'outcome': 'unreachable', 'failed_checks': ['unreachable'],
+                         'reasons': ['the host failed or became unreachable before its outcome was decided']}
+    return out
 
 
 def stops(outcomes, max_fail_percentage):

@@ -100,14 +100,25 @@ def test_site_check_diff_takes_the_example_as_it_is(tmp_path):
     assert announced and announced == example_batches()[:len(announced)], announced
     assert announced[0] == ['gpu-r01-n01.cluster.example.com']
 
-    # nothing before Slurm's share check needs a node; there ssh is told to verify the canary's key against the
+    # nothing before the batch's reach check needs a node; there ssh is told to verify the canary's key against the
     # example's known_hosts.txt, and to refuse an unknown one
-    assert out.index('ESTABLISH SSH CONNECTION') > out.index('TASK [xuanwu.cluster.scheduler : Scheduler action on the node slurm plan]')
+    assert out.index('ESTABLISH SSH CONNECTION') > out.index('TASK [Reach the node before anything of the batch needs it]')
     ssh = [line for line in out.splitlines() if 'SSH: EXEC ssh' in line and line.startswith('<10.20.1.11>')]
     assert ssh and all('-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes' % known_hosts in line for line in ssh), ssh
     assert 'StrictHostKeyChecking=no' not in out and 'accept-new' not in out
     assert 'fatal: [gpu-r01-n01.cluster.example.com]: UNREACHABLE!' in out
-    assert rc != 0
+
+    # the canary cannot be reached (no such node): its batch is recorded, the canary unreachable with ssh's message,
+    # the plan stops there with the rest of the nodes never reached, and the exit status is Ansible's for it, 4
+    state = json.loads((record / 'state.json').read_text())
+    canary = 'gpu-r01-n01.cluster.example.com'
+    assert [b['hosts'] for b in state['batches']] == [[canary]], state
+    entry = state['batches'][0]['outcomes'][canary]
+    assert entry['outcome'] == 'unreachable' and 'Failed to connect to the host via ssh' in entry['reasons'][0], entry
+    assert (state['outcome'], state['stopped_at_batch']) == ('stopped', 1), state
+    assert state['not_run_hosts'] == [name for name, _address in nodes()][1:], state
+    assert 'TASK [xuanwu.cluster.scheduler : Scheduler action on the node slurm plan]' not in out
+    assert rc == 4, out[-4000:]
 
 
 def _role_specs():

@@ -2,7 +2,7 @@
 double of Slurm's scontrol/sinfo (slurm_double.py, node states in a JSON file): the canary, a faulty node left
 drained with the run id and its failed checks, the stop at the failure limit with the later batches untouched
 (their Slurm state and the double's call log prove it), resume with the same run id, a node drained by someone
-else kept as it was, and check mode changing nothing."""
+else kept as it was, a node that cannot be reached recorded while its batch goes on, and check mode changing nothing."""
 import json
 import os
 import shutil
@@ -210,3 +210,35 @@ def test_a_node_that_needs_a_reboot_stays_drained_unless_reboots_are_allowed(tmp
     assert second['node2']['outcome'] == 'failed' and second['node2']['failed_checks'] == ['reboot'], second
     assert 'Reboot the drained node' in second['node2']['reasons'][0]
     assert cluster.nodes()['node2']['reason'] == 'xuanwu second: failed checks: reboot'
+
+
+# A node whose connection fails (ssh is told to fail before it opens a socket, as test_production_inventory.py does)
+UNREACHABLE = {'ansible_connection': 'ssh', 'ansible_host': '192.0.2.1', 'ansible_ssh_extra_args': '-o ProxyCommand=false'}
+
+
+def test_an_unreachable_node_is_recorded_the_batch_goes_on_and_it_counts_against_the_limit(tmp_path):
+    """node1 is the first node of its batch, where Slurm's share check runs once for the batch: the batch's other nodes
+    are rolled out all the same, node1 is recorded unreachable with the connection's message, and it counts against the
+    limit: with node3 failed, 2 of 3 are more than 50 % (node3 alone is not), so the rollout stops after the batch,
+    node4 is never touched, and the exit status is Ansible's for an unreachable host, 4."""
+    cluster = Cluster(tmp_path, ['node1', 'node2', 'node3', 'node4'], faulty={'node3'}, host_vars={'node1': UNREACHABLE})
+    rc, out = cluster.run('-e', 'xuanwu_serial=3', '-e', 'xuanwu_max_fail_percentage=50')
+    assert rc == 4, out[-4000:]
+    state = cluster.state()
+    assert [b['hosts'] for b in state['batches']] == [['node1', 'node2', 'node3']], state
+    outcomes = latest(state)
+    assert dict((h, e['outcome']) for h, e in outcomes.items()) == {'node1': 'unreachable', 'node2': 'passed', 'node3': 'failed'}
+    assert outcomes['node1']['failed_checks'] == ['unreachable'], outcomes
+    assert outcomes['node1']['reasons'][0].startswith('unreachable at the start of its batch (not drained, not changed): ')
+    assert '192.0.2.1' in outcomes['node1']['reasons'][0], outcomes
+    assert (state['outcome'], state['stopped_at_batch'], state['not_run_hosts']) == ('stopped', 1, ['node4']), state
+    assert state['held_drained'] == ['node3'], state
+    nodes = cluster.nodes()
+    idle = {'state': 'IDLE', 'reason': '', 'partitions': ['gpu']}
+    assert nodes['node2'] == idle, 'the reachable node that passed is back in service'
+    assert 'DRAIN' in nodes['node3']['state'] and 'host.time_sync' in nodes['node3']['reason']
+    assert nodes['node1'] == idle and nodes['node4'] == idle
+    assert not {'node1', 'node4'} & cluster.touched(cluster.calls()), 'the unreachable node or a later batch was touched'
+    flat = ' '.join(out.split())
+    assert 'Run %s stops at batch 1: its failed and unreachable hosts are more than 50%% of it' % RUN in flat
+    assert out.count('PLAY [Roll out batch by batch]') == 1

@@ -40,6 +40,20 @@ def test_a_host_without_an_outcome_is_unreachable():
     assert got['a'] == {'outcome': 'passed'} and got['b']['outcome'] == 'unreachable'
 
 
+def test_a_host_unreachable_at_the_reach_check_has_the_connections_message():
+    reached = {'a': {'ping': 'pong'}, 'b': {'unreachable': True, 'msg': 'Failed to connect\nto the host via ssh'},
+               'c': {'unreachable': True}}
+    got = _rollout.batch_outcomes(['a', 'b', 'c', 'd'], {'a': {'outcome': 'passed'}}, reached)
+    assert got['a'] == {'outcome': 'passed'}
+    assert got['b'] == {'outcome': 'unreachable', 'failed_checks': ['unreachable'], 'reasons': [
+        'unreachable at the start of its batch (not drained, not changed): Failed to connect to the host via ssh']}
+    assert got['c']['reasons'] == ['unreachable at the start of its batch (not drained, not changed): no message']
+    assert got['d']['outcome'] == 'unreachable' and 'before its outcome was decided' in got['d']['reasons'][0]
+    # a host that came back and was decided keeps its outcome; no reach check given: as before
+    assert _rollout.batch_outcomes(['b'], {'b': {'outcome': 'failed'}}, reached) == {'b': {'outcome': 'failed'}}
+    assert _rollout.batch_outcomes(['b'], {}, None)['b']['reasons'] == _rollout.batch_outcomes(['b'], {})['b']['reasons']
+
+
 @pytest.mark.parametrize('outcomes, limit, stop', [
     (['passed', 'passed'], 0, False),
     (['passed', 'failed'], 0, True),
