@@ -24,8 +24,8 @@ def _probe_args(args, profile):
     probe['disk_paths'] = list(dict.fromkeys(list(args.get('disk_paths') or []) + disks))
     reads = [item for item in ((profile.get('host') or {}).get('storage') or []) if isinstance(item, dict) and item.get('read_mb_s_min') is not None]
     if reads:
-        probe['read_tests'] = [{'path': item['path'], 'max_bytes': int(item.get('read_max_gib', 1) * 2 ** 30),
-                                'max_seconds': float(item.get('read_max_s', 10))} for item in reads]
+        probe['read_tests'] = [{'path': item['path'], 'max_bytes': int(item['read_max_gib'] * 2 ** 30),
+                                'max_seconds': float(item['read_max_s'])} for item in reads]
     patterns = (profile.get('host') or {}).get('leftover_process_patterns')
     if patterns is not None:
         probe['process_patterns'] = patterns

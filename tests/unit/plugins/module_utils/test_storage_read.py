@@ -38,9 +38,12 @@ def test_a_missing_path_is_an_error_line_not_an_exception(tmp_path):
 
 
 def test_profile_paths_with_a_floor_become_read_tests():
-    profile = {'host': {'storage': [{'path': '/data', 'kind': 'shared', 'read_mb_s_min': 500, 'read_max_gib': 2, 'read_max_s': 20},
-                                    {'path': '/cache', 'kind': 'local'},
-                                    {'path': '/models', 'kind': 'shared', 'read_mb_s_min': 100}]}}
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
+    storage = [{'path': '/data', 'kind': 'shared', 'read_mb_s_min': 500, 'read_max_gib': 2, 'read_max_s': 20},
+               {'path': '/cache', 'kind': 'local'},
+               {'path': '/models', 'kind': 'shared', 'read_mb_s_min': 100}]
+    # resolved as node_validate sees it: the schema fills read_max_gib (1) and read_max_s (10) where they are absent
+    profile = _collection.resolve_profile('h200x1', {'host': {'storage': storage}})[0]
     args = node_validate._probe_args({'disk_paths': ['/']}, profile)
     assert args['read_tests'] == [{'path': '/data', 'max_bytes': 2 << 30, 'max_seconds': 20.0},
                                   {'path': '/models', 'max_bytes': 1 << 30, 'max_seconds': 10.0}]
