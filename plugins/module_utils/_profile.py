@@ -516,7 +516,8 @@ SCHEMA = {
                             'type': 'float', 'min': 0,
                             'description': 'Warn when one rank was last to reach the gradient all-reduce in half of the '
                                            'steps or more, by a median lag of at least this share of the median step time '
-                                           '(workload.ddp_straggler). Absent: 25.'},
+                                           '(workload.ddp_straggler). Absent: not judged (the report says so): no healthy '
+                                           'run on two or more GPUs has proven a default yet.'},
                         'timeout_s': {'type': 'int', 'default': 600, 'min': 1, 'description': 'Bound on the whole job.'},
                     },
                 },

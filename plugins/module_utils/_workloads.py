@@ -454,7 +454,10 @@ def evaluate_ddp_smoke(run, spec, host, component='ddp_smoke', profile=None):
 
 
 # Bounds of the step-time distribution (the profile's workloads.ddp_smoke, same keys); docs/metrics.md says why.
-STEP_DEFAULTS = {'warmup_steps': 3, 'max_p99_ratio': 3.0, 'spike_ratio': 1.5, 'spike_min_count': 3, 'max_rank_lag_pct': 25.0}
+# max_rank_lag_pct has no default: only a healthy run on two or more GPUs can prove one, and none has been lent yet.
+STEP_DEFAULTS = {'warmup_steps': 3, 'max_p99_ratio': 3.0, 'spike_ratio': 1.5, 'spike_min_count': 3, 'max_rank_lag_pct': None}
+STRAGGLER_NOT_JUDGED = ('workload.ddp_straggler: not judged: the profile sets no workloads.ddp_smoke.max_rank_lag_pct '
+                        '(no healthy run on two or more GPUs has proven a default)')
 MIN_JUDGED_STEPS = 5
 
 
@@ -525,6 +528,8 @@ def step_timing(result, spec=None):
         host = [r.get('host') for r in usable if r.get('rank') == rank][0]
         out['last_rank'] = {'rank': rank, 'host': host, 'share_pct': round(100.0 * last[rank] / len(steps), 1),
                             'lag_ms': round(_middle(lags[rank]), 3)}
+        if bounds['max_rank_lag_pct'] is None:
+            out['straggler'] = STRAGGLER_NOT_JUDGED
     return out
 
 
@@ -553,7 +558,8 @@ def evaluate_step_times(result, spec, host, component='ddp_smoke'):
                                  'steps %s (every %d steps, counted from 1) each took more than %sx the median step time %s ms'
                                  % (steps, timing['period'], bounds['spike_ratio'], median)))
     last = timing.get('last_rank')
-    if last and median and last['share_pct'] >= 50 and last['lag_ms'] >= bounds['max_rank_lag_pct'] / 100.0 * median:
+    lag_bound = bounds['max_rank_lag_pct']
+    if last and median and lag_bound is not None and last['share_pct'] >= 50 and last['lag_ms'] >= lag_bound / 100.0 * median:
         who = 'rank %s (%s)' % (last['rank'], last['host']) if last.get('host') else 'rank %s' % last['rank']
         findings.append(_finding(host, 'workload.ddp_straggler', who,
                                  '%s last in %s%% of steps, %s ms behind the median rank' % (who, last['share_pct'], last['lag_ms']),

@@ -337,6 +337,8 @@ def _figures(run):
         if last:
             parts.append('last to the all-reduce: rank %s (%s) in %s%% of steps, +%s ms' % (
                 _fmt(last.get('rank')), _fmt(last.get('host')), _fmt(last.get('share_pct')), _fmt(last.get('lag_ms'))))
+        if timing.get('straggler'):
+            parts.append(timing['straggler'])
     elif timing.get('not_judged'):
         parts.append('step times not judged: %s' % timing['not_judged'])
     dmon = run.get('dmon') if isinstance(run.get('dmon'), dict) else {}

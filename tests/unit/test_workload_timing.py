@@ -160,7 +160,11 @@ def test_step_time_periodic_names_the_steps():
 
 def test_straggler_is_named_with_its_host():
     late = [p + 8.0 for p in PRE]           # rank 3 finishes its forward pass 8 ms after the others (40% of a 20 ms step)
-    findings = _workloads.evaluate_ddp_smoke(ddp([STEADY] * 4, [PRE, PRE, PRE, late]), {}, 'h')
+    # no default bound: a run with a straggler is not judged on it, and its summary says so
+    assert checks_of(ddp([STEADY] * 4, [PRE, PRE, PRE, late])) == []
+    timing = _workloads.summarise_run('ddp_smoke', ddp([STEADY] * 4, [PRE, PRE, PRE, late]))['step_times']
+    assert timing['last_rank']['rank'] == 3 and timing['straggler'] == _workloads.STRAGGLER_NOT_JUDGED
+    findings = _workloads.evaluate_ddp_smoke(ddp([STEADY] * 4, [PRE, PRE, PRE, late]), {'max_rank_lag_pct': 25}, 'h')
     assert [(f['check'], f['component']) for f in findings] == [('workload.ddp_straggler', 'rank 3 (node02)')]
     assert 'last in 100.0% of steps' in findings[0]['measured'] and 'rank 3 (node02)' in findings[0]['remediation']
     assert checks_of(ddp([STEADY] * 4, [PRE, PRE, PRE, late]), {'max_rank_lag_pct': 50}) == []
