@@ -7,15 +7,75 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleConnectionFailure, AnsibleError
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _redact
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
 
 PROBE_ARGS = ('gather', 'interfaces', 'disk_paths', 'replay_dir', 'timeout', 'nccl_library_globs')
 STAGES = ('build', 'collectives', 'gpu_single', 'workloads', 'container', 'multinode', 'on_failed_hosts', 'recheck_counters')
+
+# With ``variables: true`` each option the task does not give is read from its inventory variable (the module's
+# documentation of ``variables``): the task then templates no argument per host, only the values it reads.
+OPTION_VARIABLES = (
+    ('profile', 'xuanwu_profile'), ('overrides', 'xuanwu_profile_overrides'), ('profile_dirs', 'xuanwu_profile_dirs'),
+    ('gather', 'xuanwu_probe_gather'), ('interfaces', 'xuanwu_probe_interfaces'), ('disk_paths', 'xuanwu_disk_paths'),
+    ('replay_dir', 'xuanwu_replay_dir'), ('timeout', 'xuanwu_probe_timeout'), ('nccl_library_globs', 'xuanwu_nccl_library_globs'),
+    ('fail_on', 'xuanwu_fail_on'), ('consistency', 'xuanwu_consistency_check'), ('job_mpirun_args', 'xuanwu_mpirun_args'),
+    ('redact_env_keys', 'xuanwu_redact_env_keys'), ('full_facts', 'xuanwu_full_facts'),
+)
+STAGE_VARIABLES = (
+    ('collectives', 'xuanwu_validate_collectives'), ('gpu_single', 'xuanwu_validate_gpu_single'),
+    ('container', 'xuanwu_container_smoke'), ('workloads', 'xuanwu_validate_workloads'),
+    ('multinode', 'xuanwu_validate_multinode'), ('on_failed_hosts', 'xuanwu_workloads_on_failed_hosts'),
+    ('recheck_counters', 'xuanwu_recheck_counters'),
+)
+BUILD_ARCHIVES = ('nccl_tests_build_archive', 'nccl_tests_build_rccl_archive')
+
+
+def _is_set(value):
+    return value is not None and not (isinstance(value, str) and value == '')
+
+
+def options_from_variables(given, variables, template):
+    """The task's options, those it does not give read from the host's variables (``template`` renders one value).
+
+    ``job_ports`` adds ``xuanwu_torch_master_port`` to ``xuanwu_job_ports``, ``job_env`` is ``xuanwu_nccl_env`` with
+    ``xuanwu_torch_env`` over it, and ``stages.build`` is on where an nccl-tests or rccl-tests archive is set and no
+    capture bundle is replayed, as the stages of validate.yml decide."""
+    args = dict(given)
+
+    def value(name):
+        return template(variables[name]) if name in variables else None
+
+    for option, name in OPTION_VARIABLES:
+        if option not in args and name in variables:
+            args[option] = value(name)
+    if 'job_ports' not in args:
+        ports = value('xuanwu_job_ports')
+        master = value('xuanwu_torch_master_port')
+        args['job_ports'] = ([master] if _is_set(master) else []) + (list(ports) if isinstance(ports, (list, tuple)) else [])
+    if 'job_env' not in args:
+        env = {}
+        for name in ('xuanwu_nccl_env', 'xuanwu_torch_env'):
+            part = value(name)
+            if isinstance(part, dict):
+                env.update(part)
+        args['job_env'] = env
+    stages = args.get('stages', {})
+    stages = dict(stages) if isinstance(stages, dict) else stages     # not a mapping: the argument spec names it
+    if isinstance(stages, dict):
+        for stage, name in STAGE_VARIABLES:
+            if stage not in stages and name in variables:
+                stages[stage] = value(name)
+        if 'build' not in stages:
+            stages['build'] = any(_is_set(value(name)) for name in BUILD_ARCHIVES) and not args.get('replay_dir')
+        args['stages'] = stages
+    return args
 
 
 def _probe_args(args, profile):
@@ -56,7 +116,8 @@ def _flags(facts, profile, status, stages):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(PROBE_ARGS + tuple(_node.VERDICT_ARGUMENT_SPEC)
-                            + ('profile', 'overrides', 'profile_dirs', 'redact_env_keys', 'consistency', 'stages'))
+                            + ('profile', 'overrides', 'profile_dirs', 'redact_env_keys', 'consistency', 'stages', 'full_facts',
+                               'variables'))
 
     def _probe(self, probe_args, task_vars):
         """``(facts, error)``: the node's facts, or why there are none."""
@@ -78,7 +139,10 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=dict(
+        given = dict(self._task.args)
+        if boolean(given.pop('variables', False), strict=False):
+            given = options_from_variables(given, task_vars, self._templar.template)
+        validation = ArgumentSpecValidator(dict(
             _node.VERDICT_ARGUMENT_SPEC,
             gather=dict(type='list', elements='str', default=['all']),
             interfaces=dict(type='list', elements='str', default=[]),
@@ -92,7 +156,15 @@ class ActionModule(ActionBase):
             redact_env_keys=dict(type='list', elements='str', default=[]),
             consistency=dict(type='raw', default=True),
             stages=dict(type='dict', default={}),
-        ))
+            full_facts=dict(type='bool', default=False),
+        )).validate(given)
+        try:
+            error = validation.errors[0]
+        except IndexError:
+            error = None
+        if error is not None:
+            raise AnsibleActionFail('node_validate: %s' % error)
+        args = dict(given, **validation.validated_parameters)
         host = task_vars.get('inventory_hostname')
         switches = dict(('stages.%s' % name, args['stages'].get(name, False)) for name in STAGES)
         switches['consistency'] = args['consistency']
@@ -125,6 +197,12 @@ class ActionModule(ActionBase):
         if secrets:
             facts, findings, failing = _redact.redact(facts, secrets), _redact.redact(findings, secrets), _redact.redact(failing, secrets)
         flags = _flags(facts, profile, status, stages) if facts is not None and not error else []
+        # A host that takes part in no later stage keeps its facts and profile in brief (what the whole-run steps read
+        # of them, docs/facts.md "Brief facts"): every host's result passes through Ansible's main process, which
+        # converts and copies all of it, one host after the other (docs/architecture.md, "Cost per host").
+        full = bool(args['full_facts'] or flags)
+        kept_facts = (facts or {}) if full else _facts.brief(facts or {})
+        kept_profile = profile if full else _facts.brief_profile(profile)
         result.update(
             changed=False,
             status=status,
@@ -132,7 +210,7 @@ class ActionModule(ActionBase):
             failing=failing,
             profile_path=path,
             # every fact is set on every run: a fact cache may hold those of an earlier one
-            ansible_facts={'xuanwu_facts': facts or {}, 'xuanwu_profile_resolved': profile, 'xuanwu_profile_path': path,
+            ansible_facts={'xuanwu_facts': kept_facts, 'xuanwu_profile_resolved': kept_profile, 'xuanwu_profile_path': path,
                            'xuanwu_workloads': [],
                            # the host's one result (status, findings, error, verdict, flags, comparison values): what the
                            # whole-run steps, the report and the gate read of it

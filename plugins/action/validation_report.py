@@ -76,6 +76,7 @@ class ActionModule(ActionBase):
         entries = {}
         profiles = {}
         resolved = {}
+        brief = {}
         secrets = []
         fail_on = {}
         for host in args['hosts']:
@@ -97,7 +98,10 @@ class ActionModule(ActionBase):
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
                 profiles[name] = path
-                resolved.setdefault(name, profile)
+                if profile.get('brief'):
+                    brief.setdefault(name, host)
+                else:
+                    resolved.setdefault(name, profile)
             if status in (None, 'error') or probe_error:
                 entries[host] = _report.host_entry(host, 'error', [], facts, name, path, error=probe_error or (
                     'host was not probed: unreachable, or a task failed before the checks ran'))
@@ -106,6 +110,13 @@ class ActionModule(ActionBase):
                     findings, summary = _findings.merged(findings, group_findings[host])
                     status = summary['status']
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
+        # a profile whose every host kept it in brief (no later stage ran on them: docs/facts.md, "Brief facts") is
+        # resolved here, once, from the variables of its first host
+        for name, host in sorted(brief.items()):
+            if name not in resolved:
+                profile = self._full_profile(hostvars, host)
+                if profile is not None:
+                    resolved[name] = profile
         # fleet thresholds and regressions, once per run (docs/fleet-history.md); '' switches the history off
         history_db = os.path.join(args['report_dir'], 'history.sqlite') if args['history_db'] is None else (args['history_db'] or None)
         extra, fleet = _fleet_step.judge(entries, resolved, history_db, args['run_id'])
@@ -193,6 +204,18 @@ class ActionModule(ActionBase):
             if folder is None or folder:
                 out.append(host)
         return out
+
+    def _full_profile(self, hostvars, host):
+        """``host``'s resolved profile from its variables (None, with a warning, where it cannot be resolved)."""
+        try:
+            variables = hostvars[host]
+            dirs = variables.get('xuanwu_profile_dirs') or []
+            profile, _path = _collection.resolve_profile(variables.get('xuanwu_profile'), variables.get('xuanwu_profile_overrides') or {},
+                                                         dirs if isinstance(dirs, list) else [])
+            return profile
+        except Exception as err:  # pylint: disable=broad-except
+            self._display.warning('cannot resolve the profile of %s for the fleet checks: %s' % (host, err))
+            return None
 
     def _host_results(self, hostvars, host):
         """What the report reads of ``host``: its results as the facts hold them, without templating them again.

@@ -578,6 +578,8 @@ _SOFTWARE = _dict('Versions the hosts are compared on.', {
 _TOP = {
     'schema_version': _int('Facts format version; this collection writes 1.', choices=(SCHEMA_VERSION,)),
     'source': _str('`replay`: read from a capture bundle.', choices=('live', 'replay')),
+    'brief': _bool('Set (true) only in the brief facts that validate.yml keeps of a host taking part in no later stage '
+                   '(below, "Brief facts"); absent from the full facts.'),
     'probes': _PROBES,
 }
 
@@ -754,6 +756,64 @@ trip. A counter that went down between the reads (reset with `perfquery -R`) cou
 as growth.
 '''
 
+# What node_validate keeps of the facts and the profile of a host that takes part in no later stage (no flags): what
+# the whole-run steps read of them (the report's facts summary, the run record's versions, the launch kit's GPU count,
+# the scheduler's health check), each at its place in the schema. Every host's result passes through Ansible's main
+# process, which converts and copies all of it, one host after the other: the full facts of a 4-GPU node are about
+# 3,400 values, these about 280 (docs/architecture.md, "Cost per host").
+BRIEF_GPU = ('vendor', 'installed', 'tool', 'count', 'driver_version', 'cuda_driver_version', 'rocm_version',
+             'amd_smi_version', 'kernel_module', 'nvml_error')
+BRIEF_DEVICE = ('index', 'name', 'uuid', 'bus_id', 'serial', 'memory_total_mib')
+BRIEF_CA = ('ca_type', 'number_of_ports', 'firmware')
+BRIEF_PORT = ('state', 'physical_state', 'rate_gbps', 'link_layer')
+BRIEF_HOST = ('os', 'kernel')
+
+
+def _some(value, keys):
+    return dict((key, value[key]) for key in keys if key in value) if isinstance(value, dict) else {}
+
+
+def brief(facts):
+    """The brief facts of ``facts`` (``brief: true``): ``schema_version``, ``source``, ``software``, ``host.os`` and
+    ``host.kernel``, the GPUs' vendor, count, versions and each device's identity, each InfiniBand adapter's type and
+    firmware and its ports' state and rate. ``{}`` for no facts."""
+    if not isinstance(facts, dict) or not facts:
+        return {}
+    out = _some(facts, ('schema_version', 'source'))
+    out['brief'] = True
+    gpu = facts.get('gpu')
+    if isinstance(gpu, dict):
+        out['gpu'] = _some(gpu, BRIEF_GPU)
+        if isinstance(gpu.get('devices'), list):
+            out['gpu']['devices'] = [_some(device, BRIEF_DEVICE) for device in gpu['devices']]
+    ib = facts.get('infiniband')
+    if isinstance(ib, dict):
+        out['infiniband'] = _some(ib, ('installed',))
+        if isinstance(ib.get('cas'), dict):
+            cas = out['infiniband']['cas'] = {}
+            for name, ca in ib['cas'].items():
+                cas[name] = _some(ca, BRIEF_CA)
+                if isinstance(ca, dict) and isinstance(ca.get('ports'), dict):
+                    cas[name]['ports'] = dict((port, _some(value, BRIEF_PORT)) for port, value in ca['ports'].items())
+    if isinstance(facts.get('host'), dict):
+        out['host'] = _some(facts['host'], BRIEF_HOST)
+    if isinstance(facts.get('software'), dict):
+        out['software'] = dict(facts['software'])
+    return out
+
+
+def brief_profile(profile):
+    """The brief resolved profile (``brief: true``): its ``name`` and ``gpu.count``; the report resolves the whole
+    profile again, once per profile, where it needs it."""
+    if not isinstance(profile, dict):
+        return profile
+    out = {'brief': True, 'name': profile.get('name')}
+    gpu = profile.get('gpu')
+    if isinstance(gpu, dict) and 'count' in gpu:
+        out['gpu'] = {'count': gpu['count']}
+    return out
+
+
 # The facts node_validate sets besides xuanwu_facts (docs/facts.md, "Facts set around the node facts").
 SET_AROUND = (
     ('`xuanwu_profile_resolved`, `xuanwu_profile_path`',
@@ -803,7 +863,28 @@ The values of the job's secret environment variables are masked in these facts b
 and the gate's hosts are results of the run, set on `localhost` with `set_fact` (never cached):
 `xuanwu_group_findings`, `xuanwu_group_failing`, `xuanwu_stage_hosts`, `xuanwu_multinode_hosts`,
 `xuanwu_recheck_hosts`, `xuanwu_run_hosts`, and from the report `validation_report_gate_hosts`, `validation_report_verdicts`.
-''' % '\n'.join(['| fact | what |', '|---|---|'] + ['| %s | %s |' % row for row in SET_AROUND])
+
+## Brief facts
+
+`node_validate` sets the whole `xuanwu_facts` and `xuanwu_profile_resolved` only for the hosts that take part in a
+later stage of the run (`xuanwu_node.flags` not empty: the collectives, workloads, container smoke, multi-node stage or
+the second read of the counters read them), or for every host with `xuanwu_full_facts: true`. Every other host gets
+them in brief, with `brief: true`:
+
+- `xuanwu_facts`: `schema_version`, `source`, `software`, `host.os`, `host.kernel`; `gpu.%s`; each of
+  `gpu.devices[]` with `%s`; `infiniband.installed`, each of `infiniband.cas.<ca>` with `%s` and each of its
+  `ports.<port>` with `%s`. Each value is where the schema above puts it, so what reads `xuanwu_facts.gpu.count` reads
+  the same in both. `{}` when the node could not be probed.
+- `xuanwu_profile_resolved`: `name` and `gpu.count`; the report resolves the whole profile again, once per profile,
+  for the fleet checks.
+
+Why: every host's result passes through Ansible's main process, which converts and copies all of it, one host after
+the other, however many forks run. The full facts of a 4-GPU node with 8 InfiniBand ports are about 3,400 values
+(35 KB), the brief ones about 280 (3 KB); the judgement, the findings and `xuanwu_node` are the same either way
+(docs/architecture.md, "Cost per host"). The whole facts of a host come from `node_probe`
+(`ansible <host> -m xuanwu.cluster.node_probe`) or from a run with `xuanwu_full_facts: true`.
+''' % ('\n'.join(['| fact | what |', '|---|---|'] + ['| %s | %s |' % row for row in SET_AROUND]),
+       '`, `gpu.'.join(BRIEF_GPU), '`, `'.join(BRIEF_DEVICE), '`, `'.join(BRIEF_CA), '`, `'.join(BRIEF_PORT))
 
 _TABLE = ['| key | type | null | unit | from | description |', '|---|---|---|---|---|---|']
 

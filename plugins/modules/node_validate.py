@@ -35,10 +35,25 @@ attributes:
     description: Can run in check_mode and return changed status prediction without modifying target.
     details: The probes only read.
 options:
+  variables:
+    description:
+      - Read each option the task does not give from its inventory variable - O(profile) from C(xuanwu_profile),
+        O(overrides) C(xuanwu_profile_overrides), O(profile_dirs) C(xuanwu_profile_dirs), O(gather)
+        C(xuanwu_probe_gather), O(interfaces) C(xuanwu_probe_interfaces), O(disk_paths) C(xuanwu_disk_paths),
+        O(replay_dir) C(xuanwu_replay_dir), O(timeout) C(xuanwu_probe_timeout), O(nccl_library_globs)
+        C(xuanwu_nccl_library_globs), O(fail_on) C(xuanwu_fail_on), O(consistency) C(xuanwu_consistency_check),
+        O(job_mpirun_args) C(xuanwu_mpirun_args), O(redact_env_keys) C(xuanwu_redact_env_keys), O(full_facts)
+        C(xuanwu_full_facts); O(job_ports) is C(xuanwu_torch_master_port) and C(xuanwu_job_ports), O(job_env)
+        C(xuanwu_nccl_env) with C(xuanwu_torch_env) over it, and O(stages) the C(xuanwu_validate_*),
+        C(xuanwu_container_smoke), C(xuanwu_workloads_on_failed_hosts) and C(xuanwu_recheck_counters) switches, C(build)
+        on where C(nccl_tests_build_archive) or C(nccl_tests_build_rccl_archive) is set and no bundle is replayed.
+      - Only the values read are templated, so a fleet's task templates no argument per host (C(docs/architecture.md),
+        "Cost per host"). The role C(xuanwu.cluster.node_health) runs the module this way.
+    type: bool
+    default: false
   profile:
-    description: Profile name (for example C(h200x4-nvlink)) or path to a profile file.
+    description: Profile name (for example C(h200x4-nvlink)) or path to a profile file. Required (given, or with O(variables) read from C(xuanwu_profile)).
     type: raw
-    required: true
   overrides:
     description: Keys replacing the profile's (dicts merge, lists and scalars replace).
     type: raw
@@ -90,6 +105,14 @@ options:
         C(build), C(collectives), C(workloads), C(multinode), C(on_failed_hosts), C(recheck_counters).
     type: dict
     default: {}
+  full_facts:
+    description:
+      - Set the whole C(xuanwu_facts) and C(xuanwu_profile_resolved) for every host. By default a host that takes part in
+        no later stage (C(xuanwu_node.flags) empty) gets them in brief - C(brief=true), what the whole-run steps read
+        (C(docs/facts.md), "Brief facts") - because every host's result passes through Ansible's main process, one host
+        after the other. The hosts of a later stage always get them whole.
+    type: bool
+    default: false
 seealso:
   - module: xuanwu.cluster.node_probe
   - module: xuanwu.cluster.node_check
@@ -125,7 +148,8 @@ profile_path:
   type: str
 ansible_facts:
   description:
-    - C(xuanwu_facts), C(xuanwu_profile_resolved), C(xuanwu_profile_path), C(xuanwu_workloads) (empty) and the host's one
+    - C(xuanwu_facts) and C(xuanwu_profile_resolved) (in brief unless the host takes part in a later stage or O(full_facts)),
+      C(xuanwu_profile_path), C(xuanwu_workloads) (empty) and the host's one
       result C(xuanwu_node) - C(status) (C(error) when the node was not probed, the reason in C(error)), C(findings),
       C(verdict) (the gate's message, empty when the host passes), C(flags), C(compare), C(fail_on) (C(docs/facts.md)).
   returned: always

@@ -52,6 +52,14 @@ options:
     type: list
     elements: str
     default: []
+  record_dir:
+    description:
+      - Folder on the controller where a first enrolment is recorded - C(<record_dir>/ssh-trust/<UTC time>.json), mode
+        0600 in folders of mode 0700 - with each enrolled node, why its channel did not verify it, the names it is
+        trusted under and the SHA256 fingerprints of the host keys trusted (RV(record)). Nothing is written when no node
+        was enrolled, or in check mode. Empty - no record.
+    type: str
+    default: ''
 seealso:
   - module: xuanwu.cluster.mesh_check
 '''
@@ -89,6 +97,10 @@ first_enrolment:
   returned: always
   type: list
   elements: str
+record:
+  description: The file recording this first enrolment (O(record_dir)); empty when none was written.
+  returned: always
+  type: str
 unverified:
   description: The nodes reached over a channel that did not verify them and not named in O(first_enrolment), with why.
   returned: failed

@@ -3,9 +3,12 @@ key, authorized_keys, known_hosts and host key in a temporary folder): every nod
 knows every node's host key, an existing key is kept, other authorized keys stay, a second run and a check-mode run
 change nothing, a check-mode run on fresh nodes changes nothing on disk; then mesh_check from node1 with the
 known_hosts the role wrote logs in to a real sshd that has node2's host key and authorized_keys, with no finding."""
+import base64
+import hashlib
 import json
 import os
 import shutil
+import stat
 
 import pytest
 import yaml
@@ -137,13 +140,25 @@ def test_keys_read_over_an_unverified_channel_are_refused_unless_enrolled_by_nam
             'node2: its SSH options say StrictHostKeyChecking=no' in text, out[-3000:]
         for name in NODES:
             assert not (tmp / name / 'known_hosts').exists(), name
-        rc, out = run(tmp, '-e', json.dumps({'ssh_trust_first_enrolment': ['node2']}))
+        records = tmp / 'records'
+        rc, out = run(tmp, '-e', json.dumps({'ssh_trust_first_enrolment': ['node2'], 'ssh_trust_record_dir': str(records)}))
         assert rc == 0, out[-3000:]
         assert 'the host keys of node2 were read over a channel that did not verify them' in ' '.join(out.split())
         assert host_key in (tmp / 'node1' / 'known_hosts').read_text()
+        # the enrolment is recorded on the controller: which node, why, and the fingerprint of the key trusted
+        written = sorted((records / 'ssh-trust').iterdir())
+        assert len(written) == 1 and stat.S_IMODE(os.stat(str(written[0])).st_mode) == 0o600, written
+        assert stat.S_IMODE(os.stat(str(records / 'ssh-trust')).st_mode) == 0o700
+        record = json.loads(written[0].read_text())
+        digest = base64.b64encode(hashlib.sha256(base64.b64decode(host_key.split()[1])).digest()).decode().rstrip('=')
+        assert list(record['hosts']) == ['node2'], record
+        assert record['hosts']['node2']['host_keys'] == ['%s SHA256:%s' % (host_key.split()[0], digest)], record
+        assert 'StrictHostKeyChecking=no' in record['hosts']['node2']['channel'], record
+        assert 'first enrolment recorded in %s' % written[0] in out
         known.write_text('[127.0.0.2]:%d %s\n' % (ctl_port, host_key))
         over_ssh('-o StrictHostKeyChecking=yes -o UserKnownHostsFile=%s -o ControlPath=none' % known)
-        rc, out = run(tmp)
+        rc, out = run(tmp, '-e', json.dumps({'ssh_trust_record_dir': str(records)}))
         assert rc == 0 and 'did not verify' not in out, out[-3000:]
+        assert len(list((records / 'ssh-trust').iterdir())) == 1      # nothing enrolled: nothing recorded
     finally:
         sshd.stop()
