@@ -763,7 +763,7 @@ as growth.
 # 3,400 values, these about 280 (docs/architecture.md, "Cost per host").
 BRIEF_GPU = ('vendor', 'installed', 'tool', 'count', 'driver_version', 'cuda_driver_version', 'rocm_version',
              'amd_smi_version', 'kernel_module', 'nvml_error')
-BRIEF_DEVICE = ('index', 'name', 'uuid', 'bus_id', 'serial', 'memory_total_mib')
+BRIEF_DEVICE = ('index', 'name', 'uuid', 'bus_id', 'serial', 'memory_total_mib', 'max_operating_temp_c')
 BRIEF_CA = ('ca_type', 'number_of_ports', 'firmware')
 BRIEF_PORT = ('state', 'physical_state', 'rate_gbps', 'link_layer')
 BRIEF_HOST = ('os', 'kernel')

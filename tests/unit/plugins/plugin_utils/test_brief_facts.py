@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.action import node_validate
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _probe
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _judge, _probe
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _report
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _runrecord as rr
 
@@ -36,6 +36,7 @@ def test_brief_facts_read_as_the_whole_ones_and_are_a_tenth_of_them(bundle):
     for key in ('count', 'vendor', 'driver_version'):
         assert brief['gpu'].get(key) == facts['gpu'].get(key)
     assert [d['uuid'] for d in brief['gpu']['devices']] == [d['uuid'] for d in facts['gpu']['devices']]
+    assert _judge.device_bounds(brief) == _judge.device_bounds(facts)      # a dmon judgement's temperature bound
     for name, ca in (facts['infiniband'].get('cas') or {}).items():
         assert brief['infiniband']['cas'][name]['firmware'] == ca['firmware']
         assert dict((p, v['state']) for p, v in brief['infiniband']['cas'][name]['ports'].items()) == \
