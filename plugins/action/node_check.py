@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
 
 
 class ActionModule(ActionBase):
@@ -32,6 +32,17 @@ class ActionModule(ActionBase):
         if not facts or not profile:
             result['failed'] = True
             result['msg'] = 'node_check needs facts (xuanwu.cluster.node_probe) and a resolved profile (xuanwu.cluster.node_profile)'
+            return result
+        if isinstance(facts, dict) and facts.get('brief'):
+            # the brief facts of a host in no later stage cannot be judged again: most probes are not in them
+            result.update(failed=True, msg='node_check: the xuanwu_facts of %s are the brief ones node_validate keeps of a host '
+                                           'in no later stage (docs/facts.md, "Brief facts"); probe it again '
+                                           '(xuanwu.cluster.node_probe), or run with xuanwu_full_facts: true' % host)
+            return result
+        try:
+            profile = _collection.host_profile(profile, task_vars, self._templar.template)
+        except ProfileError as err:
+            result.update(failed=True, msg=str(err))
             return result
         try:
             findings, summary, failing = _node.verdict(facts, profile, host, args['fail_on'], args['job_ports'],

@@ -208,11 +208,7 @@ class ActionModule(ActionBase):
     def _full_profile(self, hostvars, host):
         """``host``'s resolved profile from its variables (None, with a warning, where it cannot be resolved)."""
         try:
-            variables = hostvars[host]
-            dirs = variables.get('xuanwu_profile_dirs') or []
-            profile, _path = _collection.resolve_profile(variables.get('xuanwu_profile'), variables.get('xuanwu_profile_overrides') or {},
-                                                         dirs if isinstance(dirs, list) else [])
-            return profile
+            return _collection.host_profile({'brief': True}, hostvars[host])
         except Exception as err:  # pylint: disable=broad-except
             self._display.warning('cannot resolve the profile of %s for the fleet checks: %s' % (host, err))
             return None

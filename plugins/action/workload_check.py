@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings, _host_samples, _judge, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
 
 
 class ActionModule(ActionBase):
@@ -33,7 +33,13 @@ class ActionModule(ActionBase):
             dmon_required=dict(type='bool', default=False),
         ))
         host = task_vars.get('inventory_hostname')
-        profile = args['profile'] if args['profile'] is not None else self._templar.template(task_vars.get('xuanwu_profile_resolved'))
+        try:
+            # a host in no later stage keeps its profile in brief: resolved again here (docs/facts.md, "Brief facts")
+            profile = args['profile'] if args['profile'] is not None else _collection.host_profile(
+                self._templar.template(task_vars.get('xuanwu_profile_resolved')), task_vars, self._templar.template)
+        except ProfileError as err:
+            result.update(failed=True, msg=str(err))
+            return result
         run = dict(args['run'])
         if args['component']:
             run['component'] = args['component']

@@ -188,6 +188,25 @@ def shipped_profiles():
     return out
 
 
+def host_profile(resolved, variables, template=None):
+    """A host's whole resolved profile for a check: ``resolved`` (its ``xuanwu_profile_resolved``) unless that is the
+    brief one a host in no later stage keeps (docs/facts.md, "Brief facts"), then resolved again from the host's
+    ``xuanwu_profile``, ``xuanwu_profile_overrides`` and ``xuanwu_profile_dirs`` (``template`` renders a value).
+    ``ProfileError`` when it cannot be."""
+    if not (isinstance(resolved, dict) and resolved.get('brief')):
+        return resolved
+    template = template or (lambda value: value)
+
+    def value(name, default):
+        got = template(variables[name]) if name in variables else None
+        return default if got is None else got
+
+    dirs = value('xuanwu_profile_dirs', [])
+    profile, _path = resolve_profile(value('xuanwu_profile', None), value('xuanwu_profile_overrides', {}),
+                                     dirs if isinstance(dirs, list) else [])
+    return profile
+
+
 def resolve_profile(ref, overrides=None, extra_dirs=()):
     """Load (with what it extends), validate and apply inventory overrides. Returns ``(profile, path)``."""
     path = find_profile(ref, extra_dirs)

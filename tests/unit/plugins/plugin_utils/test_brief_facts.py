@@ -94,3 +94,15 @@ def test_given_options_win_and_a_replay_builds_nothing():
     assert args['profile'] == 'b200x8' and args['job_ports'] == [] and args['replay_dir'] == '/bundle'
     assert args['stages'] == {'workloads': False, 'build': False}
     assert node_validate.options_from_variables({}, {}, template) == {'job_ports': [], 'job_env': {}, 'stages': {'build': False}}
+
+
+def test_a_check_that_reads_a_brief_profile_gets_the_whole_one_from_the_host_variables():
+    """workload_check and node_check read xuanwu_profile_resolved; a host in no later stage keeps it in brief (the
+    rollout's scheduler check runs on every validated host), so they resolve it again from the host's variables."""
+    from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
+    whole, _path = _collection.resolve_profile('h200x4-nvlink', {'gpu': {'count': 8}}, [])
+    variables = {'xuanwu_profile': '{{ site_profile }}', 'xuanwu_profile_overrides': {'gpu': {'count': 8}}}
+    assert _collection.host_profile(_facts.brief_profile(whole), variables, template) == whole
+    assert _collection.host_profile(whole, {}, template) is whole           # a whole profile is used as it is
+    with pytest.raises(ProfileError):
+        _collection.host_profile({'brief': True}, {'xuanwu_profile': 'no-such-profile'})
