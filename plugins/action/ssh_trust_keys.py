@@ -14,58 +14,46 @@ import time
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _mesh
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _mesh, _workdir
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _node
 
 
 RECORD_FOLDER = 'ssh-trust'
 
 
-def enrolment_record(enrolled, reads, missing):
-    """What is recorded of a first enrolment: per enrolled node why its channel did not verify it, the names it is
-    trusted under and the fingerprints of its host keys (never a key itself: the fingerprints say which were trusted)."""
+def enrolment_record(enrolled, reads):
+    """What is recorded of a first enrolment: per enrolled node why its channel did not verify it, its ansible_host and
+    the fingerprints of its host keys (never a key itself: the fingerprints say which were trusted)."""
     hosts = {}
     for host in sorted(enrolled):
         read = reads.get(host) or {}
-        keys = []
-        for line in read.get('host_keys') or []:
-            parts = str(line).split()
-            if len(parts) >= 2:
-                keys.append('%s %s' % (parts[0], _mesh.fingerprint(parts[1])))
+        keys = ['%s %s' % (parts[0], _mesh.fingerprint(parts[1])) for parts in (str(line).split() for line in read.get('host_keys') or [])
+                if len(parts) >= 2]
         hosts[host] = {'channel': enrolled[host], 'ansible_host': read.get('ansible_host'), 'host_keys': keys}
-        if host in missing:
-            hosts[host]['not_trusted'] = missing[host]
     return {'kind': 'ssh_trust first enrolment', 'recorded_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
             'hosts': hosts}
 
 
-def _private_dir(path):
-    """``path`` as a folder of this user, mode 0700 (made when missing); OSError when another user owns it."""
-    if not os.path.isdir(path):
-        os.makedirs(path, 0o700)
-    info = os.stat(path)
-    if info.st_uid != os.geteuid():
-        raise OSError('%s belongs to uid %d, not to this user' % (path, info.st_uid))
-    os.chmod(path, 0o700)
-
-
 def write_enrolment(record_dir, record):
-    """Write ``record`` to ``<record_dir>/ssh-trust/<time>.json`` (0600, never over another file); its path."""
+    """Write ``record`` to ``<record_dir>/ssh-trust/<time>.json`` (0600, never over another file); its path.
+
+    Both folders are private work directories of the running user (``_workdir.ensure_fixed``: made 0700 when missing;
+    a link, another owner or a folder others may write to is refused)."""
     if not record_dir or '\x00' in record_dir:
         raise ValueError('record_dir %r is not a folder path' % (record_dir,))
-    if not os.path.isdir(record_dir):
-        os.makedirs(record_dir, 0o700)
+    record_dir = os.path.abspath(record_dir)
     folder = os.path.join(record_dir, RECORD_FOLDER)
-    _private_dir(folder)
+    for path in (record_dir, folder):
+        _workdir.ensure_fixed(path)
     stamp = record['recorded_at'].replace('-', '').replace(':', '')
     for index in range(100):
         path = os.path.join(folder, '%s%s.json' % (stamp, '' if index == 0 else '-%d' % index))
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
-        except OSError as err:
+        except OSError:
             if os.path.lexists(path):
                 continue
-            raise err
+            raise
         with os.fdopen(fd, 'w') as handle:
             handle.write(json.dumps(record, indent=2, sort_keys=True) + '\n')
         return path
@@ -134,18 +122,8 @@ class ActionModule(ActionBase):
             self._display.warning('ssh_trust: the host keys of %s were read over a channel that did not verify them (%s); '
                                   'trusted because ssh_trust_first_enrolment names it' % (host, enrolled[host]))
         files = _mesh.trust_files(reads, port=args['port'], addresses=args['addresses'])
-        record = ''
-        if enrolled and args['record_dir'] and not self._play_context.check_mode:
-            try:
-                record = write_enrolment(args['record_dir'], enrolment_record(enrolled, reads, files['missing']))
-            except (IOError, OSError, ValueError) as err:
-                result.update(failed=True, changed=False, first_enrolment=sorted(enrolled), record='', msg=(
-                    'ssh_trust: the first enrolment of %s could not be recorded in %s: %s; nothing was trusted'
-                    % (', '.join(sorted(enrolled)), args['record_dir'], err)))
-                return result
-            self._display.display('ssh_trust: first enrolment recorded in %s' % record)
         result.update(changed=False, hosts=list(args['hosts']), missing=files['missing'], first_enrolment=sorted(enrolled),
-                      record=record,
+                      record='',
                       shared_addresses=files['shared_addresses'],
                       authorized_keys='\n'.join(files['authorized_keys']), known_hosts='\n'.join(files['known_hosts']))
         # in check mode a key not made yet is expected; anything else missing stops the role
@@ -154,4 +132,14 @@ class ActionModule(ActionBase):
         if blocking:
             result.update(failed=True, msg='ssh_trust: cannot trust every node: %s' % '; '.join(
                 '%s: %s' % (host, what) for host, what in sorted(blocking.items())))
+            return result
+        # the enrolment is recorded before the role writes anything to the nodes, and only when it will
+        if enrolled and args['record_dir'] and not self._play_context.check_mode:
+            try:
+                result['record'] = write_enrolment(args['record_dir'], enrolment_record(enrolled, reads))
+            except (IOError, OSError, ValueError, _workdir.WorkDirError) as err:
+                result.update(failed=True, msg='ssh_trust: the first enrolment of %s could not be recorded in %s: %s; '
+                                               'nothing was trusted' % (', '.join(sorted(enrolled)), args['record_dir'], err))
+                return result
+            self._display.display('ssh_trust: first enrolment recorded in %s' % result['record'])
         return result
