@@ -140,23 +140,57 @@ def test_a_run_over_its_time_budget_fails_and_says_so():
     message = runner.budget_verdict(2401, 2400)
     assert '2401s' in message and '2400s' in message and 'TEST_BUDGET_SECONDS' in message
     assert runner.BUDGET_SECONDS <= 45 * 60                             # well under CI's 90 minutes
+    # A machine twice as slow: the budget is in seconds at the reference speed.
+    assert runner.budget_verdict(4600, 2700, factor=2.0) is None
+    message = runner.budget_verdict(5600, 2700, factor=2.0)
+    assert '5600s, 2800s at the reference speed (this machine 2.00 times as slow)' in message and '2700s' in message
+    # A faster machine is held to less time on the clock.
+    assert 'TEST_BUDGET_SECONDS' in runner.budget_verdict(2000, 2700, factor=0.5)
+    # The hard limit holds whatever the speed: CI stops at 90 minutes.
+    message = runner.budget_verdict(4801, 2700, factor=3.0, hard=4800)
+    assert '4801s' in message and 'hard limit of 4800s' in message and 'TEST_HARD_SECONDS' in message
+    assert runner.budget_verdict(4800, 2700, factor=3.0, hard=4800) is None
+    assert runner.budget_verdict(99999, 0, hard=0) is None
+    assert runner.HARD_SECONDS + 300 < 90 * 60
+
+
+def test_the_slowdown_is_the_median_calibration_against_the_reference_and_bounded():
+    ref = runner.REFERENCE_CALIBRATION_SECONDS
+    assert runner.slower_factor([]) == 1.0
+    assert runner.slower_factor([ref * 2, ref * 9, ref * 2.2]) == pytest.approx(2.2)     # one outlier does not count
+    assert runner.slower_factor([ref, ref * 3, ref * 2, ref * 2.4]) == pytest.approx(2.2)
+    assert runner.slower_factor([ref * 100] * 3) == runner.MAX_SLOWER                 # no more allowance than that
+    assert runner.slower_factor([ref / 100] * 3) == 0.25
+    # The calibration program runs and takes measurable time (a real interpreter, started each time).
+    took = runner.calibrate(runs=2)
+    assert len(took) == 2 and all(0 < t < 60 for t in took)
 
 
 def test_main_fails_over_the_budget_even_when_every_suite_passed(monkeypatch, capsys):
     """main() end to end with jobs that pass: within the budget exit 0; over it (a clock that jumps 4000 s) exit 1
-    with the message, although every suite passed."""
+    with the message, although every suite passed; on a machine measured twice as slow the same 4000 s pass."""
     def fake(job, root):
         job.rc, job.seconds = 0, 1
     monkeypatch.setattr(runner, 'run_job', fake)
     monkeypatch.setattr(runner, 'run', lambda jobs, lanes, root=None, runner=None: [fake(j, root) for j in jobs] and jobs)
+    ref = runner.REFERENCE_CALIBRATION_SECONDS
+    monkeypatch.setattr(runner, 'calibrate', lambda: [ref, ref, ref])
     assert runner.main(['unit', '--budget', '3600']) == 0
     assert 'time budget' not in capsys.readouterr().out
     clock = iter([1000.0, 5000.0])
     monkeypatch.setattr(runner.time, 'time', lambda: next(clock, 5000.0))
     assert runner.main(['unit', '--budget', '3600']) == 1
     out = capsys.readouterr().out
-    assert 'time budget: FAILED: the suites took 4000s, over the time budget of 3600s' in out
+    assert 'time budget: FAILED: the suites took 4000s, 4000s at the reference speed' in out and '3600s' in out
     assert 'suites: 1 passed, 0 failed' in out
+    monkeypatch.setattr(runner, 'calibrate', lambda: [ref * 2] * 3)
+    clock = iter([1000.0, 5000.0])
+    assert runner.main(['unit', '--budget', '3600']) == 0
+    out = capsys.readouterr().out
+    assert '2.00 times as slow; 2000s at the reference speed' in out and 'time budget' not in out
+    clock = iter([1000.0, 5000.0])
+    assert runner.main(['unit', '--budget', '3600', '--hard', '3900']) == 1
+    assert 'hard limit of 3900s' in capsys.readouterr().out
 
 
 def test_the_older_controller_keeps_only_the_both_controllers_tests():
