@@ -68,6 +68,12 @@ def test_drain_then_resume_round_trip(slurm):
     assert (result['owned'], result['changed'], result['drained'], result['timed_out']) == (True, True, True, False)
     assert result['before']['state'] == 'available'
     assert nodes(slurm)['node01'] == {'state': 'IDLE+DRAIN', 'reason': 'xuanwu %s: rollout' % RUN, 'partitions': ['gpu']}
+    # Again: our own drain is already there, so nothing is changed (idempotence, on every controller)
+    made = updates(slurm)
+    rc, out, results = role(slurm, ['node01'], 'drain')
+    assert rc == 0, out[-3000:]
+    assert (results['node01']['owned'], results['node01']['changed']) == (True, False), results
+    assert updates(slurm) == made and nodes(slurm)['node01']['state'] == 'IDLE+DRAIN'
     rc, out, results = role(slurm, ['node01'], 'resume')
     assert rc == 0, out[-3000:]
     assert (results['node01']['owned'], results['node01']['changed']) == (True, True)
