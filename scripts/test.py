@@ -205,7 +205,7 @@ def suite_results(jobs, suites):
 def calibrate(runs=CALIBRATION_RUNS, python=sys.executable):
     """Seconds of each run of the calibration program (wall clock: the suites are judged by the wall clock too)."""
     took = []
-    for _ in range(runs):
+    for _run in range(runs):
         start = time.time()
         subprocess.call([python, '-c', CALIBRATION], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
@@ -282,9 +282,9 @@ def main(argv=None):
     factor = slower_factor(samples)
     sys.stdout.write('\nmake test: %s in %ds on %d lanes%s\n' % (' '.join(suites), took, args.lanes, ending))
     if samples:
+        timings = ' '.join('%.2f' % t for t in samples)
         sys.stdout.write('machine speed: the calibration took %s s (reference %.2f s): %.2f times as slow; %ds at the '
-                         'reference speed\n' % (' '.join('%.2f' % t for t in samples), REFERENCE_CALIBRATION_SECONDS,
-                                                 factor, round(took / factor)))
+                         'reference speed\n' % (timings, REFERENCE_CALIBRATION_SECONDS, factor, round(took / factor)))
     over = budget_verdict(took, args.budget, factor, args.hard)
     if over:
         sys.stdout.write('time budget: FAILED: %s\n' % over)
