@@ -12,7 +12,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _redact
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _probe, _redact
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
 
@@ -92,6 +92,14 @@ def _probe_args(args, profile):
     return probe
 
 
+def _as_read(answered, asked):
+    """The paths as the node read them (``~`` and variables expanded: node_probe's ``path`` type), where it answered
+    one text per path asked; else those asked."""
+    if isinstance(answered, list) and len(answered) == len(asked) and all(isinstance(path, str) for path in answered):
+        return answered
+    return asked
+
+
 def _flags(facts, profile, status, stages):
     """The stages this host takes part in (``xuanwu_node.flags``): host_compare makes the later plays' host
     lists from them once per run, so a stage that is switched off costs nothing per host."""
@@ -120,9 +128,11 @@ class ActionModule(ActionBase):
                                'variables'))
 
     def _probe(self, probe_args, task_vars):
-        """``(facts, error)``: the node's facts, or why there are none."""
+        """``(facts, error)``: the node's facts, or why there are none. The node answers with its raw outputs
+        (node_probe ``parse: false``) and they are parsed here, where the parsers are loaded once per run."""
         try:
-            res = self._execute_module(module_name='xuanwu.cluster.node_probe', module_args=probe_args, task_vars=task_vars)
+            res = self._execute_module(module_name='xuanwu.cluster.node_probe', module_args=dict(probe_args, parse=False),
+                                       task_vars=task_vars)
         except AnsibleConnectionFailure as err:
             return None, 'unreachable: %s' % err
         except AnsibleError as err:
@@ -131,9 +141,19 @@ class ActionModule(ActionBase):
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if res.get('unreachable'):
             return None, 'unreachable: %s' % res.get('msg', 'no answer')
-        facts = (res.get('ansible_facts') or {}).get('xuanwu_facts')
-        if res.get('failed') or not isinstance(facts, dict):
+        if res.get('failed') or 'outputs' not in res:
             return None, 'Probe the node (one round trip): %s' % (res.get('msg') or res.get('module_stderr') or 'failed')
+        gather = probe_args.get('gather') or ['all']
+        try:
+            facts = _probe.facts_from_answer(res['outputs'], source=res.get('source'),
+                                             groups=_probe.GROUPS if 'all' in gather else tuple(gather),
+                                             interfaces=probe_args.get('interfaces'),
+                                             disk_paths=_as_read(res.get('disk_paths'), probe_args['disk_paths'] or ['/']),
+                                             process_patterns=probe_args.get('process_patterns'),
+                                             read_paths=_as_read(res.get('read_paths'),
+                                                                 [test['path'] for test in probe_args.get('read_tests') or []]))
+        except _probe.AnswerError as err:
+            return None, "the node's probe answer is not what node_probe returns: %s" % err
         return facts, ''
 
     def run(self, tmp=None, task_vars=None):

@@ -34,6 +34,7 @@ import time
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
     MAX_INT, SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
 )
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import HEADER_RE as _PS_HEADER_RE, ROW_RE as _PS_ROW_RE, is_kernel_thread
 from ansible_collections.xuanwu.cluster.plugins.module_utils._text import split_lines as _lines
 
 
@@ -674,10 +675,7 @@ def parse_nccl_version(text):
 
 
 # ---------------------------------------------------------------------------------------------
-# ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=
-
-_PS_HEADER_RE = re.compile(r'^PID\s+PPID\s+USER\s+ELAPSED\s+(?:COMMAND|CMD)\s*$')
-_PS_ROW_RE = re.compile(r'^([0-9]+)\s+([0-9]+)\s+(\S+)\s+([0-9]+)(?:\s(.*))?$')
+# ps -e -ww -o pid=,ppid=,user:32=,etimes=,args= (the line grammar: _commands)
 
 
 def parse_ps(text):
@@ -698,7 +696,7 @@ def parse_ps(text):
         pid, ppid, user, etimes, args = match.groups()
         args = (args or '').strip()
         pid, ppid, etimes = (int_from_text(value, 'ps', what, text) for value, what in ((pid, 'pid'), (ppid, 'ppid'), (etimes, 'etimes')))
-        if ppid in (0, 2) and args.startswith('[') and args.endswith(']'):
+        if is_kernel_thread(ppid, args):
             continue
         rows.append({'pid': pid, 'ppid': ppid, 'user': user, 'etimes': etimes, 'args': args})
     return rows

@@ -20,15 +20,9 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import (
     MAX_INT, guarded, SECTION_ERROR_KEY, ParseError, float_from_text, int_from_text, section_error,
 )
 
-# The fields the probe passes to ``nvidia-smi --query-gpu=<fields> --format=csv``.
 # nvidia-smi topo -m connection kinds, best first; NV<n> (n bonded NVLinks) beats all of them.
 PCIE_LINK_RANK = ('PIX', 'PXB', 'PHB', 'NODE', 'SYS')
 
-QUERY_GPU_FIELDS = (
-    'index', 'name', 'uuid', 'pci.bus_id', 'driver_version', 'memory.total',
-    'pcie.link.gen.current', 'pcie.link.gen.max', 'pcie.link.width.current', 'pcie.link.width.max',
-    'persistence_mode', 'ecc.mode.current', 'clocks.max.sm',
-)
 
 _ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]')
 

@@ -129,6 +129,16 @@ options:
         torch.distributed launchers, mpirun/orted, nccl-tests C(*_perf), deepspeed).
     type: list
     elements: str
+  parse:
+    description:
+      - V(true) parses the outputs on the node and returns the facts (C(xuanwu_facts) or C(xuanwu_facts_end)).
+      - V(false) returns the raw outputs instead (RV(outputs)), for the controller to parse with the parsers it has
+        loaded once per run; M(xuanwu.cluster.node_validate) probes this way, so that no node, and no replayed host of a
+        controller, loads the parsers (C(docs/architecture.md), "Cost per host"). The process list is filtered on the node
+        even then (only the job processes of O(process_patterns), the processes on a GPU and their parents leave it:
+        command lines can carry secrets).
+    type: bool
+    default: true
 seealso:
   - module: xuanwu.cluster.node_check
 notes:
@@ -166,7 +176,7 @@ EXAMPLES = r'''
 RETURN = r'''
 ansible_facts:
   description: The probed facts.
-  returned: always
+  returned: when O(parse=true)
   type: dict
   contains:
     xuanwu_facts:
@@ -194,6 +204,35 @@ ansible_facts:
         probes:
           ib_counters_end: {status: ok, command: grep -H . /sys/class/infiniband/*/ports/*/counters/*, rc: 0, error: null, excerpt: null}
         infiniband: {counters: {mlx5_0: {'1': {link_downed: 0, symbol_error: 0}}}}
+outputs:
+  description:
+    - With O(parse=false), the raw output of every probe that ran, in order, for the controller to parse (RV(source)
+      says whether they were read live or from O(replay_dir)).
+    - Each is C(probe) (its key, C(docs/capture-format.md)), C(alternative) (which of its ways of obtaining it answered,
+      from 0), C(status), C(command), C(rc), C(stdout), C(stderr), C(note) where the bundle's file was not UTF-8, and
+      for the process list C(rows), the processes it listed before the filter.
+  returned: when O(parse=false)
+  type: list
+  elements: dict
+  sample:
+    - {probe: uname, alternative: 0, status: ok, command: uname -a, rc: 0, stdout: "Linux gpu-node01 6.8.0-49-generic ...", stderr: ""}
+source:
+  description: V(live) or V(replay) (O(replay_dir)), where the outputs came from.
+  returned: when O(parse=false)
+  type: str
+  sample: live
+disk_paths:
+  description: The paths of O(disk_paths) as the node read them (C(~) and variables expanded), in order.
+  returned: when O(parse=false)
+  type: list
+  elements: str
+  sample: [/]
+read_paths:
+  description: The paths of O(read_tests) as the node read them, in order.
+  returned: when O(parse=false)
+  type: list
+  elements: str
+  sample: [/data/imagenet]
 bundle:
   description: The capture bundle written (or that would be written in check mode).
   returned: when O(capture_dir) is set
@@ -207,7 +246,7 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect
 
 SEARCH_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/cuda/bin', '/usr/local/nvidia/bin', '/opt/mellanox/bin']
 
@@ -215,7 +254,7 @@ SEARCH_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/cuda/bin', '
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            gather=dict(type='list', elements='str', default=['all'], choices=['all'] + list(_probe.GROUPS)),
+            gather=dict(type='list', elements='str', default=['all'], choices=['all'] + list(_collect.GROUPS)),
             interfaces=dict(type='list', elements='str'),
             disk_paths=dict(type='list', elements='path', default=['/']),
             replay_dir=dict(type='path'),
@@ -229,12 +268,13 @@ def main():
                 max_bytes=dict(type='int', default=1 << 30),
                 max_seconds=dict(type='float', default=10.0),
             )),
+            parse=dict(type='bool', default=True),
         ),
         mutually_exclusive=[('replay_dir', 'capture_dir')],
         supports_check_mode=True,
     )
     p = module.params
-    groups = _probe.GROUPS if 'all' in p['gather'] else tuple(p['gather'])
+    groups = _collect.GROUPS if 'all' in p['gather'] else tuple(p['gather'])
     if p['timeout'] < 0:
         module.fail_json(msg='timeout must be 0 or more, got %d' % p['timeout'])
     for pattern in p['process_patterns'] or []:
@@ -250,8 +290,8 @@ def main():
 
     if p['replay_dir']:
         try:
-            runner = _probe.ReplayRunner(p['replay_dir'])
-        except _probe.BundleError as err:
+            runner = _collect.ReplayRunner(p['replay_dir'])
+        except _collect.BundleError as err:
             module.fail_json(msg=str(err))
     else:
         def run(argv):
@@ -260,31 +300,39 @@ def main():
         def which(name):
             return module.get_bin_path(name, required=False, opt_dirs=SEARCH_DIRS)
 
-        internals = {'nccl_version': lambda: _probe.nccl_version_text(p['nccl_library_globs']),
-                     'proc_net_listening': _probe.proc_net_listening_text}
+        internals = {'nccl_version': lambda: _collect.nccl_version_text(p['nccl_library_globs']),
+                     'proc_net_listening': _collect.proc_net_listening_text}
         for test in p['read_tests']:
-            internals['storage_read:' + test['path']] = functools.partial(_probe.storage_read_text, test['path'], test['max_bytes'],
+            internals['storage_read:' + test['path']] = functools.partial(_collect.storage_read_text, test['path'], test['max_bytes'],
                                                                           test['max_seconds'])
-        runner = _probe.LiveRunner(run, which, internals=internals, timeout=p['timeout'])
+        runner = _collect.LiveRunner(run, which, internals=internals, timeout=p['timeout'])
 
-    writer = _probe.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
+    writer = _collect.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
+    read_paths = [test['path'] for test in p['read_tests']]
     try:
-        facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
-                             process_patterns=p['process_patterns'], stage=p['stage'],
-                             read_paths=[test['path'] for test in p['read_tests']])
-    except _probe.BundleError as err:
+        if p['parse']:
+            # the parsers are loaded only here: a node that answers with raw outputs never compiles them
+            from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
+            facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
+                                 process_patterns=p['process_patterns'], stage=p['stage'], read_paths=read_paths)
+            result = dict(changed=False, ansible_facts={'xuanwu_facts_end' if p['stage'] == 'end' else 'xuanwu_facts': facts})
+        else:
+            done = _collect.collect(runner, groups=groups, interfaces=p['interfaces'], disk_paths=tuple(p['disk_paths']) or ('/',),
+                                    capture=writer, stage=p['stage'], read_paths=read_paths)
+            result = dict(changed=False, outputs=_collect.answer(done, p['process_patterns']),
+                          source='replay' if runner.replay else 'live', disk_paths=list(p['disk_paths']) or ['/'], read_paths=read_paths)
+    except _collect.BundleError as err:
         module.fail_json(msg=str(err))
 
-    result = dict(changed=False, ansible_facts={'xuanwu_facts_end' if p['stage'] == 'end' else 'xuanwu_facts': facts})
     if writer is not None:
         meta = {'host': socket.gethostname(),
                 'captured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
                 'groups': sorted(groups)}
-        files = sorted(writer.files) + [_probe.MANIFEST]
+        files = sorted(writer.files) + [_collect.MANIFEST]
         if not module.check_mode:
             try:
                 files = writer.write(meta)
-            except _probe.BundleError as err:
+            except _collect.BundleError as err:
                 module.fail_json(msg='cannot write the capture bundle: %s' % err)
             except (IOError, OSError) as err:
                 module.fail_json(msg='cannot write the capture bundle to %s: %s' % (p['capture_dir'], err))

@@ -18,6 +18,10 @@ description:
   - Resolves the host's profile on the controller (O(profile), O(overrides), O(profile_dirs)), runs
     M(xuanwu.cluster.node_probe) on the node once (the probe groups of O(gather), the profile's disks and job process
     patterns added), and judges the facts on the controller like M(xuanwu.cluster.node_check).
+  - The node answers with its raw outputs (M(xuanwu.cluster.node_probe) O(xuanwu.cluster.node_probe#module:parse=false),
+    the process list filtered on the node) and they are parsed on the controller, where the parsers are loaded once per
+    run; the facts are those M(xuanwu.cluster.node_probe) builds on the node. An answer that is not what the node writes
+    is the host's error naming the field.
   - A node that cannot be reached or probed is not failed here; its C(xuanwu_node.status) is C(error) with the reason in
     C(xuanwu_node.error), so that the report covers every host, and the gate fails the host afterwards.
   - Records in C(xuanwu_node.flags) the stages the host takes part in (a per-node stage of O(stages) is on and the host

@@ -15,6 +15,7 @@ import yaml
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _judge, _probe, _profile
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import node_answer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
@@ -43,6 +44,8 @@ def run(tmp_path, probes, profile, host='node'):
     make_bundles.write_bundle(probes, bundle, {'host': host})
     facts = _probe.probe(_probe.ReplayRunner(bundle))
     assert _facts.validate(facts) == [], 'facts the schema does not declare (plugins/module_utils/_facts.py)'
+    # node_validate's way: the node answers with its raw outputs and the controller parses them, to the same facts
+    assert node_answer.facts(_probe.ReplayRunner(bundle)) == facts
     return facts, _judge.evaluate(facts, profile, host)
 
 

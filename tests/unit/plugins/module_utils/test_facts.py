@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _probe
 from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
-from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node
+from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import amd_node, node_answer
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 _spec = importlib.util.spec_from_file_location('make_bundles', os.path.join(ROOT, 'scripts', 'make_bundles.py'))
@@ -86,6 +86,7 @@ def test_a_node_where_every_probe_answers_conforms(tmp_path):
         make_bundles.write_bundle(probes, bundle, {'host': 'every-probe'})
         for stage in ('start', 'end'):
             facts = conforms(_probe.probe(_probe.ReplayRunner(bundle), stage=stage, read_paths=['/usr/lib']), stage)
+            assert node_answer.facts(_probe.ReplayRunner(bundle), stage=stage, read_paths=['/usr/lib']) == facts
             answered.update((key.split(':', 1)[0], record['command'].split(' ', 1)[0])
                             for key, record in facts['probes'].items() if record['status'] == 'ok')
         if base == 'h200x4-healthy':

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import QUERY_GPU_FIELDS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import BY_PARSER, FIXTURES, accept, mutated
 
@@ -29,7 +30,7 @@ def _read(path):
 @SETTINGS
 @given(text=mutated(QUERY_GPU))
 def test_fuzz_query_gpu_with_the_field_list(text):
-    accept(QUERY_GPU, text, fields=list(nv.QUERY_GPU_FIELDS))
+    accept(QUERY_GPU, text, fields=list(QUERY_GPU_FIELDS))
 
 
 @SETTINGS
@@ -103,4 +104,4 @@ def test_merge_gpu_details_empty():
 def test_query_gpu_fields_match_the_real_capture_header():
     header = _read(os.path.join(REAL, 'nvidia-smi_--query-gpu.csv')).split('\n')[0]
     names = [name.split(' [')[0].strip() for name in header.split(',')]
-    assert tuple(names) == nv.QUERY_GPU_FIELDS
+    assert tuple(names) == QUERY_GPU_FIELDS

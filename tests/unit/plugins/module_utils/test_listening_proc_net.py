@@ -54,7 +54,7 @@ def _live(proc_net_text):
 def _ports(name):
     out = _live(_read(name))
     assert (out.status, out.command) == ('ok', 'internal:proc_net_listening')
-    facts = {'host': {'listening': out.alternative.parser(out.stdout)}, 'probes': {}}
+    facts = {'host': {'listening': _probe.parser(out.alternative.parser)(out.stdout)}, 'probes': {}}
     return [(f['check'], f['severity'], f['component']) for f in _judge.evaluate(facts, PROFILE, 'n1')
             if f['check'].startswith('host.port') or (f['check'].startswith('facts.') and f['component'] == 'ports')]
 

@@ -1,0 +1,751 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, xuanwu.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node's half of a probe: which commands run, how their raw output is obtained (live, from a capture bundle, or
+from the outputs a node returned), the capture bundle, and the filter that keeps a process list's secrets on the node.
+
+The node imports only this (and _bundle, _commands, _hygiene): no parser. node_validate's node answers with the raw
+outputs (``node_probe`` ``parse: false``) and the controller, which has the parsers loaded once per run, parses them
+(_probe; docs/architecture.md, "Cost per host"). Nothing here imports Ansible.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import json
+import os
+import re
+import time
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
+from ansible_collections.xuanwu.cluster.plugins.module_utils._bundle import BundleError, MANIFEST
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import PS_FORMAT, QUERY_GPU_FIELDS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import ROW_RE as PS_ROW_RE, is_kernel_thread
+from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
+
+BUNDLE_FORMAT_VERSION = _bundle.BUNDLE_FORMAT_VERSION
+
+GROUPS = ('host', 'gpu', 'xid', 'infiniband', 'network', 'software')
+
+IB_COUNTER_GLOBS = ('/sys/class/infiniband/*/ports/*/counters/*',)
+
+# Interfaces that are never a data or management NIC of a node.
+VIRTUAL_IFACE_PATTERNS = ('lo', 'docker*', 'veth*', 'virbr*', 'podman*', 'cni*', 'flannel*', 'cali*', 'vxlan*',
+                          'ifb*', 'br-*', 'tun*', 'tap*', 'kube-*', 'cilium*', 'weave*', 'dummy*', 'nodelocaldns')
+VIRTUAL_KINDS = ('veth', 'bridge', 'ifb', 'dummy', 'vxlan', 'tun', 'tap', 'macvtap', 'wireguard', 'geneve', 'ipip',
+                 'sit', 'gre', 'gretap', 'ip6tnl', 'nlmon')
+
+
+class Alternative(object):
+    """One way of obtaining a probe's raw output, and the parser for what it prints: its name, ``<module>.<function>``
+    of _probe.PARSER_MODULES (a name, so that the node never imports the parsers)."""
+
+    def __init__(self, parser, argv=None, path=None, globs=None, internal=None):
+        self.parser = parser
+        self.argv = argv
+        self.path = path
+        self.globs = globs
+        self.internal = internal
+
+    @property
+    def command(self):
+        if self.argv:
+            return ' '.join(_quote(a) for a in self.argv)
+        if self.path:
+            return 'cat %s' % self.path
+        if self.globs:
+            return 'grep -H . %s' % ' '.join(self.globs)
+        return 'internal:%s' % self.internal
+
+
+def _quote(arg):
+    if arg and re.match(r'^[A-Za-z0-9_@%+=:,./-]+$', arg):
+        return arg
+    return "'%s'" % arg.replace("'", "'\"'\"'")
+
+
+class Probe(object):
+    """A probe: its key, the group that switches it on, the profile sections its facts feed (``feeds``,
+    a space-separated string: a failed probe fails the checks of those sections and only warns
+    elsewhere), the ways to obtain its output (``alternatives``, tried in order) and a note for the
+    probe table of docs/capture-format.md (``probes_markdown``)."""
+
+    def __init__(self, key, group, feeds, alternatives, note=None):
+        self.key = key
+        self.group = group
+        self.feeds = tuple(feeds.split())
+        self.alternatives = alternatives
+        self.note = note
+
+    @property
+    def name(self):
+        return self.key.split(':', 1)[0]
+
+
+def base_probes(disk_paths=('/',)):
+    """The probes that do not depend on what another probe found."""
+    A = Alternative
+    query = 'nvidia-smi --query-gpu=%s --format=csv' % ','.join(QUERY_GPU_FIELDS)
+    return [
+        Probe('os_release', 'host', 'host', [A('host.parse_os_release', path='/etc/os-release')]),
+        Probe('uname', 'host', 'host', [A('host.parse_uname', argv=['uname', '-a'])]),
+        Probe('kernel_modules', 'host', 'host', [A('host.parse_proc_modules', path='/proc/modules')]),
+        Probe('chrony', 'host', 'host', [A('host.parse_chronyc_tracking', argv=['chronyc', '-c', 'tracking'])]),
+        Probe('listening', 'host', 'host', [A('host.parse_ss_listening', argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p']),
+                                            A('host.parse_proc_net_listening', internal='proc_net_listening')],
+              note='(without `ss`: /proc/net/tcp, tcp6, udp, udp6, which do not name the process)'),
+        Probe('disks', 'host', 'host', [A('host.parse_df', argv=['df', '-P', '-B1'] + list(disk_paths))], note='(`disk_paths`)'),
+        Probe('memlock', 'host', 'host', [A('host.parse_ulimit_memlock', argv=['sh', '-c', 'ulimit -l'])]),
+        Probe('meminfo', 'host', 'host', [A('host.parse_meminfo', path='/proc/meminfo')]),
+        Probe('mounts', 'host', 'host', [A('host.parse_proc_mounts', path='/proc/mounts')],
+              note='(device, mount point and type are kept: the options of a mount can name its credentials)'),
+        Probe('lspci', 'host', 'host', [A('host.parse_lspci_acs', argv=['lspci', '-vvv'])]),
+        Probe('processes', 'host', 'host', [A('host.parse_ps', argv=['ps', '-e', '-ww', '-o', PS_FORMAT])],
+              note='(a bundle holds the whole list: command lines can carry secrets, look before sharing it)'),
+        Probe('nvidia_query_gpu', 'gpu', 'gpu software', [A('nvidia.parse_query_gpu', argv=query.split(' '))]),
+        Probe('nvidia_smi_xml', 'gpu', 'gpu software', [A('nvidia.parse_smi_xml', argv=['nvidia-smi', '-q', '-x'])]),
+        Probe('nvidia_topo', 'gpu', 'gpu', [A('nvidia.parse_topo_matrix', argv=['nvidia-smi', 'topo', '-m'])]),
+        Probe('nvidia_nvlink', 'gpu', 'gpu', [A('nvidia.parse_nvlink_status', argv=['nvidia-smi', 'nvlink', '--status'])]),
+        Probe('nvidia_nvlink_errors', 'gpu', 'gpu', [A('nvidia.parse_nvlink_errors', argv=['nvidia-smi', 'nvlink', '-e'])],
+              note='(error counters of every link since the driver loaded or they were reset)'),
+        Probe('nvidia_proc_version', 'gpu', 'gpu software', [A('nvidia.parse_proc_driver_version', path='/proc/driver/nvidia/version')],
+              note="(the loaded kernel module's own version)"),
+        Probe('kernel_log', 'xid', 'gpu host', [A('nvidia.parse_xid_events', argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
+                                                A('nvidia.parse_xid_events', argv=['dmesg'])],
+              note='(parsed twice: Xid events and link events)'),
+        Probe('ibstat', 'infiniband', 'infiniband', [A('ib.parse_ibstat', argv=['ibstat'])]),
+        Probe('ib_counters', 'infiniband', 'infiniband', [A('ib.parse_ib_counters', globs=list(IB_COUNTER_GLOBS))]),
+        Probe('ip_link', 'network', 'network', [A('net.parse_ip_link', argv=['ip', '-j', '-d', 'link', 'show'])]),
+        Probe('nvcc', 'software', 'software', [A('nvidia.parse_nvcc_version', argv=['nvcc', '--version']),
+                                               A('nvidia.parse_nvcc_version', argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
+        Probe('nccl_version', 'software', 'software', [A('host.parse_nccl_version', internal='nccl_version')],
+              note='(`ncclGetVersion` of the `libnccl.so.2` found)'),
+    ]
+
+
+# Where ROCm installs its tools when they are not on PATH.
+ROCM_BIN = '/opt/rocm/bin'
+AMD_TOOLS = ('amd-smi', 'rocm-smi')
+
+
+def amd_probes():
+    """The AMD GPU probes (ROCm ``amd-smi``, else ``rocm-smi`` where a probe has a rocm-smi form). They run
+    only on a node that has one of AMD_TOOLS (run_probes), so a node without ROCm reads as before."""
+    A = Alternative
+
+    def tool(parser, name, args):
+        return [A(parser, argv=[name] + args), A(parser, argv=['%s/%s' % (ROCM_BIN, name)] + args)]
+
+    return [
+        Probe('amd_static', 'gpu', 'gpu software', tool('amd.parse_amd_static', 'amd-smi', ['static', '--json'])
+              + tool('amd.parse_rocm_smi_allinfo', 'rocm-smi', ['--showallinfo', '--json']),
+              note='(AMD nodes: run when amd-smi or rocm-smi is installed)'),
+        Probe('amd_metric', 'gpu', 'gpu', tool('amd.parse_amd_metric', 'amd-smi', ['metric', '--json']),
+              note='(ECC counters, PCIe link, temperatures)'),
+        Probe('amd_bad_pages', 'gpu', 'gpu', tool('amd.parse_amd_bad_pages', 'amd-smi', ['bad-pages', '--json'])),
+        Probe('amd_topology', 'gpu', 'gpu', tool('amd.parse_amd_topology', 'amd-smi', ['topology', '--json'])
+              + tool('amd.parse_rocm_smi_topo', 'rocm-smi', ['--showtopo', '--json'])),
+        Probe('amd_xgmi', 'gpu', 'gpu', tool('amd.parse_amd_xgmi', 'amd-smi', ['xgmi', '--json'])),
+        Probe('amd_version', 'gpu', 'software', tool('amd.parse_amd_version', 'amd-smi', ['version'])),
+    ]
+
+
+def end_probes():
+    """The probes read again at the end of a validation run (``stage: end``): the InfiniBand error
+    counters, whose growth during the load the workload_check kind ``link_counters`` judges."""
+    return [Probe('ib_counters_end', 'infiniband', 'infiniband', [Alternative('ib.parse_ib_counters', globs=list(IB_COUNTER_GLOBS))],
+                  note='read again at the end of a run (`node_probe` `stage: end`, docs/facts.md); optional: a bundle without '
+                       'it replays, and the growth check then reports `workload.ib_counters_unread`')]
+
+
+# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events.
+DERIVED_PARSERS = {'kernel_log': (('link_events', 'net.parse_link_events'),)}
+
+
+def interface_probes(ifname, rdma=True):
+    """The probes run once per selected network interface.
+
+    The RoCE probes (ECN knobs, PFC) only run on interfaces backed by an RDMA device (``rdma``):
+    on other NICs the tools answer "not supported", which says nothing about the node.
+    """
+    A = Alternative
+    ecn = '/sys/class/net/%s/ecn/roce_%s/enable/*'
+    probes = [
+        Probe('ethtool:' + ifname, 'network', 'network', [A('net.parse_ethtool', argv=['ethtool', ifname])]),
+        Probe('ethtool_driver:' + ifname, 'network', 'network', [A('net.parse_ethtool_driver', argv=['ethtool', '-i', ifname])]),
+    ]
+    if rdma:
+        probes += [
+            Probe('roce_ecn:' + ifname, 'network', 'network',
+                  [A('net.parse_roce_ecn', globs=[ecn % (ifname, 'np'), ecn % (ifname, 'rp')])]),
+            Probe('roce_pfc:' + ifname, 'network', 'network', [A('net.parse_dcb_pfc', argv=['dcb', '-j', 'pfc', 'show', 'dev', ifname]),
+                                                               A('net.parse_mlnx_qos', argv=['mlnx_qos', '-i', ifname])]),
+        ]
+    return probes
+
+
+def storage_probes(paths):
+    """One ``storage_read:<path>`` probe per path of a profile's host.storage that asks for a read figure."""
+    return [Probe('storage_read:' + path, 'host', 'host', [Alternative('host.parse_storage_read', internal='storage_read:' + path)],
+                  note='(the `host.storage` paths with `read_mb_s_min`: a bounded read, `read_max_gib` / `read_max_s`)')
+            for path in paths]
+
+
+def all_probes():
+    """Every probe once (per-interface ones for an interface named ``IF``, disks for ``PATH...``, a storage read for
+    ``PATH``)."""
+    return base_probes(disk_paths=('PATH...',)) + storage_probes(['PATH']) + amd_probes() + end_probes() + interface_probes('IF')
+
+
+# probe name -> the profile sections its facts feed (the checks' view of a failed probe)
+FEEDS = dict((probe.name, probe.feeds) for probe in all_probes())
+
+
+def probes_markdown():
+    """The probe table of docs/capture-format.md."""
+    out = ['| probe | group | feeds | command |', '|---|---|---|---|']
+    for probe in all_probes():
+        command = ', else '.join('`%s`' % alt.command for alt in probe.alternatives)
+        out.append('| `%s` | %s | %s | %s%s |' % (probe.key, probe.group, ', '.join(probe.feeds), command,
+                                                  ' ' + probe.note if probe.note else ''))
+    return '\n'.join(out) + '\n'
+
+
+def has_rdma_device(ifname):
+    """True when the interface is backed by an RDMA device (mlx5 RoCE or IPoIB)."""
+    return os.path.isdir('/sys/class/net/%s/device/infiniband' % ifname)
+
+
+def select_interfaces(links, wanted=None):
+    """Pick the interfaces to probe from parsed ``ip link`` facts.
+
+    ``wanted`` is a list of names or shell globs; by default every interface that is not loopback
+    or virtual (container, bridge, tunnel) is probed.
+    """
+    names = sorted(links)
+    if wanted:
+        return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in wanted)]
+    chosen = []
+    for name in names:
+        info = links[name] or {}
+        if any(fnmatch.fnmatchcase(name, pat) for pat in VIRTUAL_IFACE_PATTERNS):
+            continue
+        if info.get('kind') in VIRTUAL_KINDS or info.get('link_type') == 'loopback':
+            continue
+        chosen.append(name)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Runners: where raw output comes from.
+
+class Output(object):
+    def __init__(self, status, command, rc=None, stdout='', stderr='', alternative=None):
+        self.status = status          # ok | missing | failed | skipped | parse_error (a bundle file not read)
+        self.command = command
+        self.rc = rc
+        self.stdout = stdout or ''
+        self.stderr = stderr or ''
+        self.alternative = alternative
+        self.note = None
+        self.rows = None              # a process list filtered on the node: how many processes it listed
+
+
+class LiveRunner(object):
+    """Obtains output on the node itself.
+
+    ``run`` is ``run(argv) -> (rc, stdout, stderr)`` and ``which`` is ``which(name) -> path or
+    None``; the module passes thin wrappers of ``AnsibleModule.run_command``/``get_bin_path``.
+    ``internals`` maps internal probe names to functions returning text.
+    """
+
+    replay = False
+
+    def __init__(self, run, which, internals=None, timeout=60):
+        self._run = run
+        self._which = which
+        self._internals = internals or {}
+        self._timeout = timeout
+        self._timeout_bin = which('timeout')
+
+    def has_tool(self, name):
+        """True when ``name`` is on PATH or in ROCM_BIN."""
+        return bool(self._which(name)) or os.access(os.path.join(ROCM_BIN, name), os.X_OK)
+
+    def obtain(self, probe):
+        last = None
+        for alt in probe.alternatives:
+            out = self._obtain_one(alt)
+            out.alternative = alt
+            if out.status != 'missing':
+                return out
+            last = out
+        return last
+
+    def _obtain_one(self, alt):
+        if alt.argv:
+            exe = alt.argv[0] if os.path.isabs(alt.argv[0]) and os.access(alt.argv[0], os.X_OK) else self._which(alt.argv[0])
+            if not exe:
+                return Output('missing', alt.command, rc=127, stderr='%s: command not found' % alt.argv[0])
+            argv = [exe] + list(alt.argv[1:])
+            if self._timeout_bin and self._timeout:
+                argv = [self._timeout_bin, '-k', '5', str(self._timeout)] + argv
+            rc, stdout, stderr = self._run(argv)
+            if rc == 124 and self._timeout_bin:
+                return Output('failed', alt.command, rc=rc, stdout=stdout,
+                              stderr='timed out after %ss; %s' % (self._timeout, stderr or ''))
+            return Output('ok' if rc == 0 else 'failed', alt.command, rc=rc, stdout=stdout, stderr=stderr)
+        if alt.path:
+            if not os.path.exists(alt.path):
+                return Output('missing', alt.command, rc=1, stderr='%s: no such file' % alt.path)
+            try:
+                with open(alt.path, 'r') as handle:
+                    return Output('ok', alt.command, rc=0, stdout=handle.read())
+            except (IOError, OSError) as err:
+                return Output('failed', alt.command, rc=1, stderr=str(err))
+        if alt.globs:
+            return Output('ok', alt.command, rc=0, stdout=read_globs(alt.globs))
+        func = self._internals.get(alt.internal)
+        if func is None:
+            return Output('missing', alt.command, rc=127, stderr='no internal probe %s' % alt.internal)
+        try:
+            text = func()
+        except Exception as err:  # pylint: disable=broad-except
+            return Output('failed', alt.command, rc=1, stderr=str(err))
+        if text is None:
+            return Output('missing', alt.command, rc=127, stderr='not found')
+        return Output('ok', alt.command, rc=0, stdout=text)
+
+
+# The bounded read of a dataset path (storage_read:<path>) reads blocks of this size.
+READ_BLOCK = 4 << 20
+
+
+def _files_under(path):
+    """The regular files of ``path`` (itself, or the tree under it in name order; links are not followed)."""
+    if os.path.isfile(path) and not os.path.islink(path):
+        yield path
+        return
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        for name in sorted(names):
+            full = os.path.join(folder, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                yield full
+
+
+def storage_read_text(path, max_bytes=1 << 30, max_seconds=10.0, clock=None):
+    """The internal probe ``storage_read:<path>``: read the files under ``path`` until ``max_bytes`` or ``max_seconds``,
+    each after asking the kernel to drop its cached pages (POSIX_FADV_DONTNEED, so that what is timed is the file
+    system, not the page cache); ``key=value`` lines for _parse_host.parse_storage_read."""
+    clock = clock or getattr(time, 'monotonic', time.time)
+    drop = hasattr(os, 'posix_fadvise')
+    buf = bytearray(READ_BLOCK)
+    total, count, error, complete = 0, 0, None, True
+    if not os.path.exists(path):
+        error, complete = '%s: no such file or directory' % path, False
+    start = clock()
+    for name in _files_under(path) if error is None else ():
+        if total >= max_bytes or clock() - start >= max_seconds:
+            complete = False
+            break
+        try:
+            handle = os.open(name, os.O_RDONLY)
+        except OSError as err:
+            error = error or '%s: %s' % (name, err.strerror)
+            continue
+        try:
+            if drop:
+                os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_DONTNEED)
+            while total < max_bytes and clock() - start < max_seconds:
+                size = os.readv(handle, [memoryview(buf)[:min(READ_BLOCK, max_bytes - total)]])
+                if not size:
+                    break
+                total += size
+        except OSError as err:
+            error = error or '%s: %s' % (name, err.strerror)
+        finally:
+            os.close(handle)
+        count += 1
+    seconds = clock() - start
+    lines = ['path=%s' % re.sub(r'[\x00-\x1f\x7f]', ' ', path), 'bytes=%d' % total, 'seconds=%.3f' % seconds, 'files=%d' % count,
+             'cache=%s' % ('dropped' if drop else 'kept'), 'complete=%s' % ('true' if complete and total < max_bytes else 'false')]
+    if error:
+        lines.append('error=%s' % re.sub(r'[\x00-\x1f\x7f]', ' ', error))
+    return '\n'.join(lines) + '\n'
+
+
+PROC_NET_FILES = ('tcp', 'tcp6', 'udp', 'udp6')
+
+
+def proc_net_listening_text(root='/proc/net'):
+    """The internal probe ``proc_net_listening``: each of PROC_NET_FILES under ``root`` after a line ``== /proc/net/<name>``
+    (parsed by _parse_host.parse_proc_net_listening); None when none can be read."""
+    parts = []
+    for name in PROC_NET_FILES:
+        try:
+            with open(os.path.join(root, name), 'r') as handle:
+                parts.append('== /proc/net/%s\n%s' % (name, handle.read()))
+        except (IOError, OSError):
+            continue
+    return ''.join(p if p.endswith('\n') else p + '\n' for p in parts) if parts else None
+
+
+def read_globs(patterns):
+    """Read small sysfs files in ``grep -H . PATTERN...`` format: ``path:first-line``."""
+    import glob
+    lines = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            try:
+                with open(path, 'r') as handle:
+                    value = handle.readline().rstrip('\n')
+            except (IOError, OSError):
+                continue
+            if value != '':
+                lines.append('%s:%s' % (path, value))
+    return '\n'.join(lines) + ('\n' if lines else '')
+
+
+class _HeldRunner(object):
+    """A runner over outputs read already (``entries``: probe key -> entry): a capture bundle, a node's answer. It
+    answers the probes it holds, the AMD ones and the interfaces' included (collect)."""
+
+    replay = True
+    held = 'not held'     # why a probe it does not hold was skipped
+
+    def __init__(self):
+        self.entries = {}
+
+    def keys(self):
+        return list(self.entries)
+
+    def has_tool(self, name):
+        """The AMD probes are read where they are held (collect asks for any of AMD_TOOLS)."""
+        return any(key.startswith('amd_') for key in self.entries)
+
+    def entry(self, probe):
+        """``(entry, None)``, or ``(None, the skipped output)`` for a probe not held."""
+        entry = self.entries.get(probe.key)
+        if entry is None:
+            return None, Output('skipped', probe.alternatives[0].command, stderr=self.held)
+        return entry, None
+
+
+class ReplayRunner(_HeldRunner):
+    """Reads a capture bundle: ``manifest.json`` plus one file per probe (docs/capture-format.md).
+
+    The bundle is untrusted input (_bundle): an invalid manifest is a BundleError; a file of one probe
+    that cannot be read (a symbolic link, a FIFO, larger than ``max_bytes``) spoils only that probe
+    (status ``parse_error`` naming the file and the reason).
+    """
+
+    held = 'not in the capture bundle'
+
+    def __init__(self, directory, max_bytes=_bundle.MAX_FILE_BYTES):
+        super(ReplayRunner, self).__init__()
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.manifest = _bundle.load_manifest(directory, max_bytes)
+        self.entries = dict((e['probe'], e) for e in self.manifest['probes'])
+
+    def obtain(self, probe):
+        entry, skipped = self.entry(probe)
+        if entry is None:
+            return skipped
+        alt = probe.alternatives[0]
+        for candidate in probe.alternatives:
+            if candidate.command.split(' ')[0] == entry['command'].split(' ')[0]:
+                alt = candidate
+                break
+        rc = entry.get('rc', 0)
+        try:
+            stdout, replaced = _bundle.read_entry(self.directory, entry, self.max_bytes)
+        except BundleError as err:
+            return Output('parse_error', entry['command'], rc=rc, stderr=str(err), alternative=alt)
+        status = entry.get('status') or ('ok' if rc == 0 else ('missing' if rc == 127 else 'failed'))
+        out = Output(status, entry['command'], rc=rc, stdout=stdout, stderr=entry.get('stderr', ''), alternative=alt)
+        if replaced:
+            out.note = '%s: %d byte sequence(s) that are not UTF-8 were read as U+FFFD' % (entry['file'], replaced)
+        return out
+
+
+def validate_manifest(manifest, directory):
+    """Check a capture bundle's manifest (_bundle.validate_manifest); a BundleError names the key that is wrong."""
+    return _bundle.validate_manifest(manifest, directory)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the node collects, and the answer it returns.
+
+def collect(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, stage='start', read_paths=()):
+    """Obtain the raw output of every probe of the selected groups through ``runner``: ``[(probe, output)]`` in the
+    order they ran. ``capture``, when given, is called with ``(probe, output)`` for every probe that ran. ``stage``
+    ``end`` runs only the end_probes.
+
+    The AMD probes run where the runner has one of AMD_TOOLS; the per-interface probes for the interfaces that
+    ``ip -j link`` names (select_interfaces, on link_kinds of its output) on a live node, or for those the runner holds
+    (a capture bundle, a node's answer), filtered by ``interfaces``."""
+    groups = set(groups)
+    replay = getattr(runner, 'replay', False)
+    done = []
+
+    def one(probe):
+        out = runner.obtain(probe)
+        if capture is not None and out.status != 'skipped':
+            capture(probe, out)
+        done.append((probe, out))
+        return out
+
+    ip_link = None
+    for probe in base_probes(disk_paths) + storage_probes(read_paths) if stage == 'start' else end_probes():
+        if probe.group in groups:
+            out = one(probe)
+            if probe.key == 'ip_link':
+                ip_link = out
+    has_tool = getattr(runner, 'has_tool', None)
+    if 'gpu' in groups and stage == 'start' and has_tool is not None and any(has_tool(name) for name in AMD_TOOLS):
+        for probe in amd_probes():
+            if not replay or probe.key in runner.entries:
+                one(probe)
+    if 'network' in groups and stage == 'start':
+        if replay:
+            names = sorted(set(k.split(':', 1)[1] for k in runner.keys() if ':' in k))
+            names = [n for n in names if not interfaces or any(fnmatch.fnmatchcase(n, p) for p in interfaces)]
+        else:
+            links = link_kinds(ip_link.stdout) if ip_link is not None and ip_link.status == 'ok' else {}
+            names = select_interfaces(links, interfaces)
+        for name in names:
+            for probe in interface_probes(name, rdma=replay or has_rdma_device(name)):
+                if not replay or probe.key in runner.entries:
+                    one(probe)
+    return done
+
+
+def link_kinds(text):
+    """``{ifname: {kind, link_type}}`` of ``ip -j -d link show``: what select_interfaces reads, and no more, so that the
+    node needs no parser. The same rule as _parse_net.parse_ip_link: output that is not a JSON list of link objects,
+    each with an ``ifname``, is ``{}`` (no interface probed; the parser then reports why), and a value of the wrong
+    type is None."""
+    try:
+        data = json.loads(text) if text.strip() else []
+    except ValueError:
+        return {}
+    if not isinstance(data, list) or not all(isinstance(entry, dict) and isinstance(entry.get('ifname'), str)
+                                             and entry.get('ifname') for entry in data):
+        return {}
+    links = {}
+    for entry in data:
+        info = entry.get('linkinfo')
+        kind = info.get('info_kind') if isinstance(info, dict) else None
+        link_type = entry.get('link_type')
+        links[entry['ifname']] = {'kind': kind if isinstance(kind, str) else None,
+                                  'link_type': link_type if isinstance(link_type, str) else None}
+    return links
+
+
+_GPU_PID_RE = re.compile(r'<pid>\s*([0-9]+)\s*</pid>')
+
+
+def gpu_pids(smi_xml):
+    """The pids of the GPU processes that ``nvidia-smi -q -x`` lists (its ``<process_info><pid>`` elements)."""
+    return set(int(pid) for pid in _GPU_PID_RE.findall(smi_xml or ''))
+
+
+def filter_processes(text, patterns, keep_pids=()):
+    """``(kept text, rows)``: the lines of a process list (``ps -o`` PS_FORMAT) that the facts use, and how many
+    processes it listed (kernel threads left out, as parse_ps counts them).
+
+    Kept: a header line; every process whose command line matches one of ``patterns`` (regular expressions; one that
+    does not compile matches nothing); the processes of ``keep_pids`` (those on a GPU) and their parents; and every
+    line that is not a process row, so that the parser still reports it. The rest never leaves the node."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error:
+            continue
+    lines = text.replace('\r\n', '\n').replace('\r', '\n').split('\n')
+    rows, parent = [], {}
+    for index, line in enumerate(lines):
+        match = PS_ROW_RE.match(line.strip())
+        if match:
+            pid, ppid, args = int(match.group(1)), int(match.group(2)), (match.group(5) or '').strip()
+            if not is_kernel_thread(ppid, args):
+                rows.append((index, pid, args))
+                parent[pid] = ppid
+    wanted = set(keep_pids) | set(parent[pid] for pid in keep_pids if pid in parent)
+    kept = set(index for index, pid, args in rows if pid in wanted or any(regex.search(args) for regex in compiled))
+    # a kernel thread's row is left out, as the parser leaves it out; a line that is no row at all is kept
+    out = [line for index, line in enumerate(lines) if index in kept or (line.strip() and not PS_ROW_RE.match(line.strip()))]
+    return '\n'.join(out) + ('\n' if out else ''), len(rows)
+
+
+def answer(done, process_patterns=None):
+    """The raw outputs a node returns for the controller to parse (``node_probe`` ``parse: false``): one record per
+    probe of ``done`` (collect's result), ``{probe, alternative, status, command, rc, stdout, stderr[, note][, rows]}``;
+    the process list filtered on the node (filter_processes, ``rows`` the processes it listed)."""
+    if process_patterns is None:
+        process_patterns = DEFAULT_LEFTOVER_PATTERNS
+    smi_xml = next((out.stdout for probe, out in done if probe.key == 'nvidia_smi_xml'), '')
+    records = []
+    for probe, out in done:
+        alternative = probe.alternatives.index(out.alternative) if out.alternative in probe.alternatives else 0
+        record = {'probe': probe.key, 'alternative': alternative, 'status': out.status, 'command': out.command, 'rc': out.rc,
+                  'stdout': out.stdout, 'stderr': out.stderr}
+        if out.note:
+            record['note'] = out.note
+        if probe.key == 'processes':
+            record['stdout'], record['rows'] = filter_processes(out.stdout, process_patterns, gpu_pids(smi_xml))
+        records.append(record)
+    return records
+
+
+class AnswerError(ValueError):
+    """A node's answer (``node_probe`` ``parse: false``) that is not what answer() returns; the message names the field."""
+
+
+ANSWER_STATUSES = ('ok', 'missing', 'failed', 'skipped', 'parse_error')
+
+
+class AnswerRunner(_HeldRunner):
+    """Reads the raw outputs a node returned (answer()): the controller's runner, so that the controller parses what
+    the node read through the same collect() as a live or replayed probe. The answer is untrusted input: a record that
+    is not what answer() writes is an AnswerError naming ``outputs[<i>].<field>``."""
+
+    held = "not in the node's answer"
+
+    def __init__(self, records):
+        super(AnswerRunner, self).__init__()
+        if not isinstance(records, list):
+            raise AnswerError('outputs: expected a list of probe outputs, got %s' % type(records).__name__)
+        for index, record in enumerate(records):
+            where = 'outputs[%d]' % index
+            if not isinstance(record, dict):
+                raise AnswerError('%s: expected a mapping, got %s' % (where, type(record).__name__))
+            for field, kinds, required in (('probe', str, True), ('status', str, True), ('command', str, True),
+                                           ('stdout', str, True), ('stderr', str, True), ('note', str, False)):
+                value = record.get(field)
+                if (value is not None or required) and not isinstance(value, kinds):
+                    raise AnswerError('%s.%s: expected text, got %r' % (where, field, value))
+            for field, required in (('alternative', True), ('rc', False), ('rows', False)):
+                value = record.get(field)
+                if (value is not None or required) and (isinstance(value, bool) or not isinstance(value, int)
+                                                        or (field != 'rc' and value < 0)):
+                    raise AnswerError('%s.%s: expected %s, got %r' % (where, field, 'an integer' if field == 'rc'
+                                                                      else 'a whole number', value))
+            if record['status'] not in ANSWER_STATUSES:
+                raise AnswerError('%s.status: %r is not one of %s' % (where, record['status'], ', '.join(ANSWER_STATUSES)))
+            if record['probe'] in self.entries:
+                raise AnswerError('%s.probe: %r is answered twice' % (where, record['probe']))
+            self.entries[record['probe']] = record
+
+    def obtain(self, probe):
+        entry, skipped = self.entry(probe)
+        if entry is None:
+            return skipped
+        if entry['alternative'] >= len(probe.alternatives):
+            return Output('parse_error', entry['command'], rc=entry.get('rc'), alternative=probe.alternatives[0],
+                          stderr='the node answered with way %d of obtaining it; it has %d' % (entry['alternative'] + 1,
+                                                                                                 len(probe.alternatives)))
+        out = Output(entry['status'], entry['command'], rc=entry.get('rc'), stdout=entry['stdout'], stderr=entry['stderr'],
+                     alternative=probe.alternatives[entry['alternative']])
+        out.note = entry.get('note')
+        out.rows = entry.get('rows')
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Capture bundles.
+
+_SAFE = re.compile(r'[^A-Za-z0-9_.-]+')
+
+
+def bundle_filename(key):
+    return _SAFE.sub('_', key.replace(':', '__')) + '.txt'
+
+
+class BundleWriter(object):
+    """Collects raw outputs during a probe and writes them as a capture bundle.
+
+    ``write`` makes ``directory`` fresh with mode 0700 (or uses it when it is an empty directory of the
+    running user, _bundle.private_dir) and creates every file exclusively with mode 0600, never
+    through a symbolic link: a planted ``manifest.json`` link is an error, not a file overwritten.
+    """
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.entries = []
+        self.files = {}
+
+    def __call__(self, probe, out):
+        name = bundle_filename(probe.key)
+        self.files[name] = out.stdout
+        entry = {'probe': probe.key, 'command': out.command, 'rc': out.rc, 'status': out.status, 'file': name}
+        if out.stderr:
+            entry['stderr'] = out.stderr[:4000]
+        self.entries.append(entry)
+
+    def manifest(self, meta=None):
+        manifest = {'format_version': BUNDLE_FORMAT_VERSION, 'probes': self.entries}
+        manifest.update(meta or {})
+        return manifest
+
+    def write(self, meta=None):
+        """Write the bundle; a BundleError (the directory refused) or OSError (a file not created) otherwise."""
+        dir_fd = _bundle.private_dir(self.directory)
+        try:
+            for name in sorted(self.files):
+                _bundle.write_private(dir_fd, name, self.files[name])
+            _bundle.write_private(dir_fd, MANIFEST, json.dumps(self.manifest(meta), indent=2, sort_keys=True) + '\n')
+        finally:
+            os.close(dir_fd)
+        return sorted(self.files) + [MANIFEST]
+
+
+# ---------------------------------------------------------------------------------------------
+# Internal probes.
+
+NCCL_GLOBS = (
+    '/usr/lib/x86_64-linux-gnu/libnccl.so.2*',
+    '/usr/lib/aarch64-linux-gnu/libnccl.so.2*',
+    '/usr/lib64/libnccl.so.2*',
+    '/usr/local/lib/libnccl.so.2*',
+    '/usr/local/cuda*/lib64/libnccl.so.2*',
+    '/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/usr/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/opt/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/opt/*/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+    '/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2*',
+)
+
+
+def nccl_version_text(extra_globs=()):
+    """Return NCCL's version as ``ncclGetVersion`` reports it (e.g. ``22809``), or None.
+
+    Looks at the given globs first, then the usual system and pip-wheel locations; asks the
+    library itself through ctypes and falls back to the version in the file name.
+    """
+    import ctypes
+    import glob
+    candidates = []
+    for pattern in tuple(extra_globs) + NCCL_GLOBS:
+        for path in sorted(glob.glob(pattern)):
+            if path not in candidates:
+                candidates.append(path)
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+            version = ctypes.c_int(0)
+            if lib.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+                return str(version.value)
+        except (OSError, AttributeError):
+            pass
+    for path in candidates:
+        match = re.search(r'libnccl\.so\.(\d+\.\d+\.\d+)', path)
+        if match:
+            return match.group(1)
+    return None
