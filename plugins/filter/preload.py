@@ -7,7 +7,8 @@ Ansible runs each task of each host in a worker process forked from the main pro
 imported, the worker has too. The main process never imports an action plugin itself, so without this each host's
 worker imported the collection's judge again (about a third of validate.yml's controller CPU per host; docs/
 architecture.md, "Cost per host"). A play's ``hosts`` is templated in the main process, before its workers fork:
-``hosts: "{{ 'all' | xuanwu.cluster.preload }}"`` imports them there and returns the pattern unchanged."""
+``hosts: "{{ 'all' | xuanwu.cluster.preload }}"`` imports them there, reads and validates the shipped profiles there
+once (each host resolved its profile again before) and returns the pattern unchanged."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -25,13 +26,19 @@ display = Display()
 
 
 def preload(pattern):
-    """``pattern``, unchanged, once PER_HOST_ACTIONS are imported in this process (an import that fails is a warning:
-    each worker then imports the plugin itself and reports its error where it runs)."""
+    """``pattern``, unchanged, once PER_HOST_ACTIONS are imported in this process and the shipped profiles read and
+    validated (_collection.warm_profiles: each host's worker then finds them validated; a site's own profile is read
+    where a host names it). An import that fails is a warning: each worker then imports the plugin itself and reports
+    its error where it runs."""
     for name in PER_HOST_ACTIONS:
         try:
             importlib.import_module(PACKAGE + name)
         except Exception as err:  # pylint: disable=broad-except
             display.warning('xuanwu.cluster.preload: %s not imported in the main process: %s' % (name, err))
+    try:
+        importlib.import_module('ansible_collections.xuanwu.cluster.plugins.plugin_utils._collection').warm_profiles()
+    except Exception as err:  # pylint: disable=broad-except
+        display.warning('xuanwu.cluster.preload: the shipped profiles were not read in the main process: %s' % err)
     return pattern
 
 

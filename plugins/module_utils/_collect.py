@@ -4,7 +4,7 @@
 """The node's half of a probe: which commands run, how their raw output is obtained (live, from a capture bundle, or
 from the outputs a node returned), the capture bundle, and the filter that keeps a process list's secrets on the node.
 
-The node imports only this (and _bundle, _commands, _hygiene): no parser. node_validate's node answers with the raw
+The node imports only this (and _bundle, _commands): no parser. node_validate's node answers with the raw
 outputs (``node_probe`` ``parse: false``) and the controller, which has the parsers loaded once per run, parses them
 (_probe; docs/architecture.md, "Cost per host"). Nothing here imports Ansible.
 """
@@ -21,9 +21,8 @@ import time
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle
 from ansible_collections.xuanwu.cluster.plugins.module_utils._bundle import BundleError, MANIFEST
-from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import PS_FORMAT, QUERY_GPU_FIELDS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import DEFAULT_LEFTOVER_PATTERNS, PS_FORMAT, QUERY_GPU_FIELDS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import ROW_RE as PS_ROW_RE, is_kernel_thread
-from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
 
 BUNDLE_FORMAT_VERSION = _bundle.BUNDLE_FORMAT_VERSION
 
@@ -70,7 +69,7 @@ class Probe(object):
     """A probe: its key, the group that switches it on, the profile sections its facts feed (``feeds``,
     a space-separated string: a failed probe fails the checks of those sections and only warns
     elsewhere), the ways to obtain its output (``alternatives``, tried in order) and a note for the
-    probe table of docs/capture-format.md (``probes_markdown``)."""
+    probe table of docs/capture-format.md (``_probe.probes_markdown``)."""
 
     def __init__(self, key, group, feeds, alternatives, note=None):
         self.key = key
@@ -201,16 +200,6 @@ def all_probes():
 
 # probe name -> the profile sections its facts feed (the checks' view of a failed probe)
 FEEDS = dict((probe.name, probe.feeds) for probe in all_probes())
-
-
-def probes_markdown():
-    """The probe table of docs/capture-format.md."""
-    out = ['| probe | group | feeds | command |', '|---|---|---|---|']
-    for probe in all_probes():
-        command = ', else '.join('`%s`' % alt.command for alt in probe.alternatives)
-        out.append('| `%s` | %s | %s | %s%s |' % (probe.key, probe.group, ', '.join(probe.feeds), command,
-                                                  ' ' + probe.note if probe.note else ''))
-    return '\n'.join(out) + '\n'
 
 
 def has_rdma_device(ifname):
@@ -409,7 +398,7 @@ def read_globs(patterns):
     return '\n'.join(lines) + ('\n' if lines else '')
 
 
-class _HeldRunner(object):
+class HeldRunner(object):
     """A runner over outputs read already (``entries``: probe key -> entry): a capture bundle, a node's answer. It
     answers the probes it holds, the AMD ones and the interfaces' included (collect)."""
 
@@ -434,7 +423,7 @@ class _HeldRunner(object):
         return entry, None
 
 
-class ReplayRunner(_HeldRunner):
+class ReplayRunner(HeldRunner):
     """Reads a capture bundle: ``manifest.json`` plus one file per probe (docs/capture-format.md).
 
     The bundle is untrusted input (_bundle): an invalid manifest is a BundleError; a file of one probe
@@ -601,60 +590,6 @@ def answer(done, process_patterns=None):
             record['stdout'], record['rows'] = filter_processes(out.stdout, process_patterns, gpu_pids(smi_xml))
         records.append(record)
     return records
-
-
-class AnswerError(ValueError):
-    """A node's answer (``node_probe`` ``parse: false``) that is not what answer() returns; the message names the field."""
-
-
-ANSWER_STATUSES = ('ok', 'missing', 'failed', 'skipped', 'parse_error')
-
-
-class AnswerRunner(_HeldRunner):
-    """Reads the raw outputs a node returned (answer()): the controller's runner, so that the controller parses what
-    the node read through the same collect() as a live or replayed probe. The answer is untrusted input: a record that
-    is not what answer() writes is an AnswerError naming ``outputs[<i>].<field>``."""
-
-    held = "not in the node's answer"
-
-    def __init__(self, records):
-        super(AnswerRunner, self).__init__()
-        if not isinstance(records, list):
-            raise AnswerError('outputs: expected a list of probe outputs, got %s' % type(records).__name__)
-        for index, record in enumerate(records):
-            where = 'outputs[%d]' % index
-            if not isinstance(record, dict):
-                raise AnswerError('%s: expected a mapping, got %s' % (where, type(record).__name__))
-            for field, kinds, required in (('probe', str, True), ('status', str, True), ('command', str, True),
-                                           ('stdout', str, True), ('stderr', str, True), ('note', str, False)):
-                value = record.get(field)
-                if (value is not None or required) and not isinstance(value, kinds):
-                    raise AnswerError('%s.%s: expected text, got %r' % (where, field, value))
-            for field, required in (('alternative', True), ('rc', False), ('rows', False)):
-                value = record.get(field)
-                if (value is not None or required) and (isinstance(value, bool) or not isinstance(value, int)
-                                                        or (field != 'rc' and value < 0)):
-                    raise AnswerError('%s.%s: expected %s, got %r' % (where, field, 'an integer' if field == 'rc'
-                                                                      else 'a whole number', value))
-            if record['status'] not in ANSWER_STATUSES:
-                raise AnswerError('%s.status: %r is not one of %s' % (where, record['status'], ', '.join(ANSWER_STATUSES)))
-            if record['probe'] in self.entries:
-                raise AnswerError('%s.probe: %r is answered twice' % (where, record['probe']))
-            self.entries[record['probe']] = record
-
-    def obtain(self, probe):
-        entry, skipped = self.entry(probe)
-        if entry is None:
-            return skipped
-        if entry['alternative'] >= len(probe.alternatives):
-            return Output('parse_error', entry['command'], rc=entry.get('rc'), alternative=probe.alternatives[0],
-                          stderr='the node answered with way %d of obtaining it; it has %d' % (entry['alternative'] + 1,
-                                                                                                 len(probe.alternatives)))
-        out = Output(entry['status'], entry['command'], rc=entry.get('rc'), stdout=entry['stdout'], stderr=entry['stderr'],
-                     alternative=probe.alternatives[entry['alternative']])
-        out.note = entry.get('note')
-        out.rows = entry.get('rows')
-        return out
 
 
 # ---------------------------------------------------------------------------------------------

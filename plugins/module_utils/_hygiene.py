@@ -16,15 +16,9 @@ import fnmatch
 import re
 import shlex
 
-# Processes of a distributed job (torchrun, torch.distributed launchers, MPI launchers and daemons,
-# nccl-tests binaries, DeepSpeed): one still running before a job is a leftover (field guide 7.5).
-DEFAULT_LEFTOVER_PATTERNS = [
-    r'(^|[\s/])torchrun(\s|$)',
-    r'-m\s+torch\.distributed\.(run|launch)(\s|$)',
-    r'(^|[\s/])(mpirun|mpiexec|orterun|orted|prterun|prted|hydra_pmi_proxy)(\s|$)',
-    r'(^|/)[a-z_]+_perf(_mpi)?(\s|$)',
-    r'(^|[\s/])deepspeed(\s|$)',
-]
+# DEFAULT_LEFTOVER_PATTERNS: the processes of a distributed job (field guide 7.5), in _commands (the node filters the
+# process list with them)
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import DEFAULT_LEFTOVER_PATTERNS  # noqa: F401 pylint: disable=unused-import
 
 # Characters of a command line quoted in a finding.
 COMMAND_MAX = 240

@@ -18,11 +18,11 @@ import re
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
 # pylint: disable-next=unused-import
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import (  # noqa: F401 (the names of _collect, from here too)
-    AMD_TOOLS, AnswerError, AnswerRunner, BUNDLE_FORMAT_VERSION, BundleError, BundleWriter, DERIVED_PARSERS, FEEDS, GROUPS,
+    AMD_TOOLS, BUNDLE_FORMAT_VERSION, BundleError, BundleWriter, DERIVED_PARSERS, FEEDS, GROUPS,
     IB_COUNTER_GLOBS, LiveRunner, MANIFEST, NCCL_GLOBS, Output, PROC_NET_FILES, PS_FORMAT, READ_BLOCK, ROCM_BIN, ReplayRunner,
     VIRTUAL_IFACE_PATTERNS, VIRTUAL_KINDS, Alternative, Probe, all_probes, amd_probes, answer, base_probes, bundle_filename,
     collect, end_probes, filter_processes, gpu_pids, has_rdma_device, interface_probes, link_kinds, nccl_version_text,
-    probes_markdown, proc_net_listening_text, read_globs, select_interfaces, storage_probes, storage_read_text,
+    proc_net_listening_text, read_globs, select_interfaces, storage_probes, storage_read_text,
     validate_manifest,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_amd as amd_p
@@ -30,7 +30,8 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import HeldRunner
+from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
 
@@ -50,9 +51,75 @@ def parser(name):
     return getattr(PARSER_MODULES[module], function)
 
 
+def probes_markdown():
+    """The probe table of docs/capture-format.md."""
+    out = ['| probe | group | feeds | command |', '|---|---|---|---|']
+    for probe in all_probes():
+        command = ', else '.join('`%s`' % alt.command for alt in probe.alternatives)
+        out.append('| `%s` | %s | %s | %s%s |' % (probe.key, probe.group, ', '.join(probe.feeds), command,
+                                                  ' ' + probe.note if probe.note else ''))
+    return '\n'.join(out) + '\n'
+
 
 # ---------------------------------------------------------------------------------------------
-# Collection and assembly.
+# A node's answer (node_probe parse: false), read on the controller.
+
+class AnswerError(ValueError):
+    """A node's answer (``node_probe`` ``parse: false``) that is not what answer() returns; the message names the field."""
+
+
+ANSWER_STATUSES = ('ok', 'missing', 'failed', 'skipped', 'parse_error')
+
+
+class AnswerRunner(HeldRunner):
+    """Reads the raw outputs a node returned (answer()): the controller's runner, so that the controller parses what
+    the node read through the same collect() as a live or replayed probe. The answer is untrusted input: a record that
+    is not what answer() writes is an AnswerError naming ``outputs[<i>].<field>``."""
+
+    held = "not in the node's answer"
+
+    def __init__(self, records):
+        super(AnswerRunner, self).__init__()
+        if not isinstance(records, list):
+            raise AnswerError('outputs: expected a list of probe outputs, got %s' % type(records).__name__)
+        for index, record in enumerate(records):
+            where = 'outputs[%d]' % index
+            if not isinstance(record, dict):
+                raise AnswerError('%s: expected a mapping, got %s' % (where, type(record).__name__))
+            for field, kinds, required in (('probe', str, True), ('status', str, True), ('command', str, True),
+                                           ('stdout', str, True), ('stderr', str, True), ('note', str, False)):
+                value = record.get(field)
+                if (value is not None or required) and not isinstance(value, kinds):
+                    raise AnswerError('%s.%s: expected text, got %r' % (where, field, value))
+            for field, required in (('alternative', True), ('rc', False), ('rows', False)):
+                value = record.get(field)
+                if (value is not None or required) and (isinstance(value, bool) or not isinstance(value, int)
+                                                        or (field != 'rc' and value < 0)):
+                    raise AnswerError('%s.%s: expected %s, got %r' % (where, field, 'an integer' if field == 'rc'
+                                                                      else 'a whole number', value))
+            if record['status'] not in ANSWER_STATUSES:
+                raise AnswerError('%s.status: %r is not one of %s' % (where, record['status'], ', '.join(ANSWER_STATUSES)))
+            if record['probe'] in self.entries:
+                raise AnswerError('%s.probe: %r is answered twice' % (where, record['probe']))
+            self.entries[record['probe']] = record
+
+    def obtain(self, probe):
+        entry, skipped = self.entry(probe)
+        if entry is None:
+            return skipped
+        if entry['alternative'] >= len(probe.alternatives):
+            return Output('parse_error', entry['command'], rc=entry.get('rc'), alternative=probe.alternatives[0],
+                          stderr='the node answered with way %d of obtaining it; it has %d' % (entry['alternative'] + 1,
+                                                                                                 len(probe.alternatives)))
+        out = Output(entry['status'], entry['command'], rc=entry.get('rc'), stdout=entry['stdout'], stderr=entry['stderr'],
+                     alternative=probe.alternatives[entry['alternative']])
+        out.note = entry.get('note')
+        out.rows = entry.get('rows')
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing and assembly.
 
 def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), capture=None, stage='start', read_paths=()):
     """Run every probe of the selected groups through ``runner`` (_collect.collect) and parse what each printed.

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import difflib
 import glob
 import json
@@ -207,11 +208,55 @@ def host_profile(resolved, variables, template=None):
     return profile
 
 
+# (profile file, extra dirs) -> (what each file merged was when it was read, the validated profile): a profile is read
+# and validated once per process while its files stay the same. xuanwu.cluster.preload fills it with the shipped
+# profiles in Ansible's main process, so that each host's worker, forked from it, finds them (docs/architecture.md,
+# "Cost per host").
+_VALIDATED = {}
+
+
+def _signature(paths):
+    """What each file is now (device, inode, size, modification time), None where it cannot be read."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        out.append((path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def validated_profile(path, extra_dirs=()):
+    """The profile file ``path`` loaded (with what it extends) and validated: a deep copy of what an earlier call of
+    this process read, when none of the files it merged has changed since (a file changed, replaced or removed is read
+    again)."""
+    key = (path, tuple(extra_dirs))
+    held = _VALIDATED.get(key)
+    if held is not None and _signature(p for p, _s, _i, _z, _m in held[0]) == held[0]:
+        return copy.deepcopy(held[1])
+    data, files = load_profile(path, extra_dirs)
+    before = _signature(entry['path'] for entry in files)
+    profile = _profile.validate_profile(data, path)
+    if before is not None:
+        _VALIDATED[key] = (before, copy.deepcopy(profile))
+    return profile
+
+
+def warm_profiles():
+    """Read and validate every shipped profile into this process's memo (validated_profile); a profile that does not
+    validate is left for the host that names it to report."""
+    for name in available_profiles():
+        try:
+            validated_profile(find_profile(name))
+        except ProfileError:
+            continue
+
+
 def resolve_profile(ref, overrides=None, extra_dirs=()):
     """Load (with what it extends), validate and apply inventory overrides. Returns ``(profile, path)``."""
     path = find_profile(ref, extra_dirs)
-    data, _files = load_profile(path, extra_dirs)
-    profile = _profile.validate_profile(data, path)
+    profile = validated_profile(path, extra_dirs)
     if overrides:
         if not isinstance(overrides, dict):
             raise ProfileError('xuanwu_profile_overrides', None, 'must be a mapping, got %s' % _profile.type_name(overrides))
