@@ -572,10 +572,25 @@ def filter_processes(text, patterns, keep_pids=()):
     return '\n'.join(out) + ('\n' if out else ''), len(rows)
 
 
+def filter_mounts(text):
+    """``/proc/mounts`` without the mount options (a CIFS, Ceph or FUSE mount can name its credentials in them): each
+    line of six fields keeps its device, mount point, type and counters, and ``ro`` or ``rw`` for its options, as much as
+    the parser reads; any other line is kept, so that the parser still reports it."""
+    out = []
+    for line in text.replace('\r\n', '\n').replace('\r', '\n').split('\n'):
+        fields = line.split()
+        if len(fields) == 6:
+            fields[3] = 'ro' if 'ro' in fields[3].split(',') else 'rw'
+            line = ' '.join(fields)
+        out.append(line)
+    return '\n'.join(out)
+
+
 def answer(done, process_patterns=None):
     """The raw outputs a node returns for the controller to parse (``node_probe`` ``parse: false``): one record per
     probe of ``done`` (collect's result), ``{probe, alternative, status, command, rc, stdout, stderr[, note][, rows]}``;
-    the process list filtered on the node (filter_processes, ``rows`` the processes it listed)."""
+    the process list filtered on the node (filter_processes, ``rows`` the processes it listed) and the mounts without
+    their options (filter_mounts): what the parsers leave out because it can carry secrets never leaves the node."""
     if process_patterns is None:
         process_patterns = DEFAULT_LEFTOVER_PATTERNS
     smi_xml = next((out.stdout for probe, out in done if probe.key == 'nvidia_smi_xml'), '')
@@ -588,6 +603,8 @@ def answer(done, process_patterns=None):
             record['note'] = out.note
         if probe.key == 'processes':
             record['stdout'], record['rows'] = filter_processes(out.stdout, process_patterns, gpu_pids(smi_xml))
+        elif probe.key == 'mounts':
+            record['stdout'] = filter_mounts(out.stdout)
         records.append(record)
     return records
 

@@ -241,3 +241,20 @@ def test_the_action_asks_for_the_answer_and_builds_the_facts_the_module_builds(t
 def test_an_answer_the_action_cannot_use_is_the_hosts_error(tmp_path, answer, message):
     facts, error = _Action(tmp_path, answer).probe({'disk_paths': ['/']})
     assert facts is None and re.match(re.escape(message) if '\\' not in message else message, error), error
+
+
+MOUNT_SECRET = 'mount-secret-not-for-the-controller'
+
+
+@pytest.mark.parametrize('name', ['derived/host/proc_mounts_gpu_node_nfs_dataset.txt', 'derived/host/proc_mounts_parallel_file_systems.txt'])
+def test_the_mount_options_stay_on_the_node(name):
+    text = read(name) + ('//fs1/share /mnt/share cifs rw,relatime,vers=3.0,username=svc,password=%s 0 0\n'
+                         'sshfs#svc@fs2:/data /mnt/fs2 fuse ro,user_id=0,ssh_command=sshpass\\040-p\\040%s 0 0\n'
+                         % (MOUNT_SECRET, MOUNT_SECRET))
+    kept = _collect.filter_mounts(text)
+    assert MOUNT_SECRET not in kept
+    assert _parse_host.parse_proc_mounts(kept) == _parse_host.parse_proc_mounts(text)
+    assert [m['read_only'] for m in _parse_host.parse_proc_mounts(kept)][-2:] == [False, True]
+    # a line that is not six fields is kept, so that the parser still says why it is not a mount
+    with pytest.raises(ParseError, match='not "device mount type options dump pass"'):
+        _parse_host.parse_proc_mounts(_collect.filter_mounts(text + 'garbage line\n'))
