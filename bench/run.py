@@ -376,6 +376,7 @@ def summarise(hosts, rounds, args, runs, version):
     result = {
         'hosts': hosts, 'rounds': rounds, 'forks': args.forks, 'ansible': version, 'cpus': os.cpu_count(),
         'connection': args.connection, 'playbook': os.path.relpath(args.playbook, ROOT), 'extra_vars': args.extra_vars,
+        'fact_cache': args.fact_cache,
         'validate_s': [round(r['wall_s'], 2) for r in play], 'ping_s': [round(r['wall_s'], 2) for r in ping],
         'validate_cpu_s': [round(r['cpu_s'], 2) for r in play], 'ping_cpu_s': [round(r['cpu_s'], 2) for r in ping],
         'validate_median_s': round(med['validate_wall_s'], 2), 'ping_median_s': round(med['ping_wall_s'], 2),
@@ -435,8 +436,9 @@ def report(results):
           ' the summed RSS of the controller process tree sampled at ~10 Hz, "max proc" the largest single process (wait4 ru_maxrss)')
     print(table(results))
     for result in results:
-        print('%d hosts: %s over %s, %d round(s), forks %d, %s'
-              % (result['hosts'], result['playbook'], result['connection'], result['rounds'], result['forks'], result['ansible']))
+        print('%d hosts: %s over %s, %d round(s), forks %d, fact cache %s, %s'
+              % (result['hosts'], result['playbook'], result['connection'], result['rounds'], result['forks'],
+                 result.get('fact_cache', 'memory'), result['ansible']))
         if result.get('validate_node_cpu_median_s') is not None:
             print('  node-side CPU (sshd sessions and modules, same machine) ping %.2f s, play %.2f s; ssh masters still open at exit, per command %s'
                   % (result['ping_node_cpu_median_s'], result['validate_node_cpu_median_s'], result['ssh_masters_per_command']))
@@ -457,6 +459,9 @@ def parse_args(argv):
     parser.add_argument('--rounds', type=counts, default=[3],
                         help='rounds per host count (default 3); one value for all, or one per host count, e.g. 3,3,1')
     parser.add_argument('--forks', type=int, default=25, help='ANSIBLE_FORKS (default 25)')
+    parser.add_argument('--fact-cache', choices=('memory', 'jsonfile'), default='memory',
+                        help="ANSIBLE_CACHE_PLUGIN (default memory; jsonfile is the repository's ansible.cfg, in a folder of "
+                             "the bench's own, emptied before each command)")
     parser.add_argument('--connection', choices=('local', 'ssh'), default='local')
     parser.add_argument('--playbook', default=os.path.join(ROOT, 'playbooks', 'validate.yml'),
                         help='the playbook measured against ping (default playbooks/validate.yml)')
@@ -499,11 +504,17 @@ def check_report(reports_dir, failing):
         raise SystemExit('bench: the report failed %s, expected %s' % (summary.get('failed_hosts'), sorted(failing)))
 
 
+def fact_cache_dir(runner):
+    """The jsonfile fact cache's folder of the bench's commands (none with the memory cache)."""
+    return runner.env.get('ANSIBLE_CACHE_PLUGIN_CONNECTION') or os.path.join(runner.work, 'facts')
+
+
 def run_host_count(hosts, rounds, args, runner, commands, version, failing=(), reports_dir=None):
     runs = {'ping': [], 'validate': []}
     for rnd in range(rounds):
         order = ['ping', 'validate'] if rnd % 2 == 0 else ['validate', 'ping']
         for name in order:
+            shutil.rmtree(fact_cache_dir(runner), ignore_errors=True)      # every command starts with no cached fact
             load = os.getloadavg()[0]
             run = runner.measure(commands[name], expect=(2,) if failing and name == 'validate' else (0,))
             if name == 'validate' and reports_dir:
@@ -535,9 +546,12 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix='xuanwu-bench-')
     # own temporary directories: another ansible run of the same user cleaning ~/.ansible/tmp
     # must not take the module files of this one away
-    env = dict(os.environ, ANSIBLE_FORKS=str(args.forks), ANSIBLE_CACHE_PLUGIN='memory',
+    env = dict(os.environ, ANSIBLE_FORKS=str(args.forks), ANSIBLE_CACHE_PLUGIN=args.fact_cache,
                ANSIBLE_LOCAL_TEMP=os.path.join(work, 'tmp-local'), ANSIBLE_REMOTE_TMP=os.path.join(work, 'tmp-remote'),
                PATH=bindir + os.pathsep + os.environ.get('PATH', ''))
+    if args.fact_cache == 'jsonfile':
+        # the repository's setting, in a folder of the bench's own that each command starts without (fact_cache_dir)
+        env['ANSIBLE_CACHE_PLUGIN_CONNECTION'] = os.path.join(work, 'facts')
     runner = Runner(work, env)
     sshd = None
     started = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
@@ -553,9 +567,10 @@ def main(argv=None):
             connection_vars, control_dir = sshd.host_vars(), os.path.join(work, 'c')
         version = subprocess.run([os.path.join(bindir, 'ansible'), '--version'], stdout=subprocess.PIPE,
                                  universal_newlines=True, check=False).stdout.split('\n')[0]
-        print('bench: %s, %s cpus, load average at start %.2f %.2f %.2f, %s, connection %s, forks %d, rounds %s, playbook %s'
-              % (started, os.cpu_count(), load_start[0], load_start[1], load_start[2], version, args.connection,
-                 args.forks, ','.join(str(r) for r in args.rounds), os.path.relpath(args.playbook, ROOT)))
+        print('bench: %s, %s cpus, load average at start %.2f %.2f %.2f, %s, connection %s, forks %d, rounds %s, playbook %s, '
+              'fact cache %s' % (started, os.cpu_count(), load_start[0], load_start[1], load_start[2], version, args.connection,
+                                 args.forks, ','.join(str(r) for r in args.rounds), os.path.relpath(args.playbook, ROOT),
+                                 args.fact_cache))
         sys.stdout.flush()
         results = []
         document = {'started': started, 'cpus': os.cpu_count(), 'load_average_start': load_start, 'ansible': version,

@@ -1,5 +1,5 @@
 """bench/run.py's failing fleet (--failing-share): which hosts replay the fault bundle, the inventory that says so, and
-the report check that a run must pass (exactly those hosts failed)."""
+the report check that a run must pass (exactly those hosts failed); its fact cache (--fact-cache)."""
 import importlib
 import json
 import os
@@ -37,3 +37,26 @@ def test_the_report_must_fail_exactly_the_failing_hosts(tmp_path):
         run.check_report(str(tmp_path), ['bench0009', 'bench0019'])
     with pytest.raises(SystemExit, match='no report'):
         run.check_report(str(tmp_path / 'none'), [])
+
+
+def test_the_jsonfile_fact_cache_starts_empty_for_every_command(tmp_path):
+    """--fact-cache jsonfile (the repository's ansible.cfg) points the commands at a folder of the bench's own, which
+    each command starts without: a validate.yml run never reads the facts of the one before."""
+    args = run.parse_args(['--hosts', '3', '--rounds', '2', '--fact-cache', 'jsonfile'])
+    assert run.parse_args(['--hosts', '3']).fact_cache == 'memory'
+    cache = tmp_path / 'facts'
+    seen = []
+
+    class Runner(object):
+        work = str(tmp_path)
+        env = {'ANSIBLE_CACHE_PLUGIN': 'jsonfile', 'ANSIBLE_CACHE_PLUGIN_CONNECTION': str(cache)}
+
+        def measure(self, cmd, expect=(0,)):
+            seen.append((cmd[0], cache.exists()))
+            cache.mkdir(exist_ok=True)
+            (cache / 'bench0000').write_text('{}')
+            return {'wall_s': 1.0, 'cpu_s': 1.0, 'tree_rss_peak_mib': 1.0, 'max_process_rss_mib': 1.0, 'detached_reaped': 0}
+
+    _runs, result = run.run_host_count(3, 2, args, Runner(), {'ping': ['ping'], 'validate': ['validate']}, 'ansible')
+    assert seen == [('ping', False), ('validate', False), ('validate', False), ('ping', False)]
+    assert result['fact_cache'] == 'jsonfile'
