@@ -108,9 +108,8 @@ class AnswerRunner(HeldRunner):
         if entry is None:
             return skipped
         if entry['alternative'] >= len(probe.alternatives):
-            return Output('parse_error', entry['command'], rc=entry.get('rc'), alternative=probe.alternatives[0],
-                          stderr='the node answered with way %d of obtaining it; it has %d' % (entry['alternative'] + 1,
-                                                                                                 len(probe.alternatives)))
+            why = 'the node answered with way %d of obtaining it; it has %d' % (entry['alternative'] + 1, len(probe.alternatives))
+            return Output('parse_error', entry['command'], rc=entry.get('rc'), alternative=probe.alternatives[0], stderr=why)
         out = Output(entry['status'], entry['command'], rc=entry.get('rc'), stdout=entry['stdout'], stderr=entry['stderr'],
                      alternative=probe.alternatives[entry['alternative']])
         out.note = entry.get('note')
@@ -393,5 +392,3 @@ def _process_facts(parsed, facts, patterns):
                 parent = by_pid.get(row['ppid'])
                 if parent is not None:
                     proc['parent_command'] = parent['args']
-
-

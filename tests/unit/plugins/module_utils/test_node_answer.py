@@ -187,8 +187,8 @@ def test_an_answer_that_is_not_what_the_node_writes_names_the_field(records, mes
 
 
 def test_an_answer_with_an_unknown_way_or_probe_spoils_only_that_probe():
-    records = [dict(GOOD, alternative=3), dict(GOOD, probe='no_such_probe'), dict(GOOD, probe='os_release', command='cat /etc/os-release',
-                                                                                   stdout='ID=ubuntu\nVERSION_ID="24.04"\n')]
+    release = dict(GOOD, probe='os_release', command='cat /etc/os-release', stdout='ID=ubuntu\nVERSION_ID="24.04"\n')
+    records = [dict(GOOD, alternative=3), dict(GOOD, probe='no_such_probe'), release]
     facts = _probe.facts_from_answer(records, groups=('host',))
     assert facts['probes']['uname']['status'] == 'parse_error' and 'way 4' in facts['probes']['uname']['error']
     assert 'no_such_probe' not in facts['probes'] and facts['host']['os']['id'] == 'ubuntu'

@@ -61,8 +61,8 @@ def test_a_file_changed_since_is_read_again(tmp_path, monkeypatch, change):
         os.replace(str(tmp_path / 'new.yml'), str(tmp_path / 'site.yml'))
     profile = _collection.resolve_profile('site', None, dirs)[0]
     assert reads == ['site.yml', 'site.yml']
-    assert (profile['gpu']['memory_mib_min'], profile['gpu']['count']) == {'the profile': (90000, 8), 'what it extends': (85000, 4),
-                                                                        'replaced': (70000, 8)}[change]
+    expected = {'the profile': (90000, 8), 'what it extends': (85000, 4), 'replaced': (70000, 8)}[change]
+    assert (profile['gpu']['memory_mib_min'], profile['gpu']['count']) == expected
 
 
 def test_a_file_removed_is_the_error_it_always_was(tmp_path):
