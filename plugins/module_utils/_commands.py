@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the node's commands print (and what it keeps of the process list), shared by the node's collection (_collect) and the parsers (on the controller):
-the fields asked of ``nvidia-smi --query-gpu``, and the process list's format and line grammar, which the node's
-filter (_collect.filter_processes) also reads to keep only the lines the facts need before they leave the node
-(command lines can carry secrets). Nothing here imports Ansible or a parser: the node imports it."""
+"""What the node's commands print, and what the node keeps of its process list, shared by the node's collection
+(_collect) and the parsers (on the controller): the fields asked of ``nvidia-smi --query-gpu``, and the process list's
+format, line grammar and default job patterns, which the node's filter (_collect.filter_processes) also reads to keep
+only the lines the facts need before they leave the node (command lines can carry secrets). Nothing here imports
+Ansible or a parser: the node imports it."""
 
 from __future__ import absolute_import, division, print_function
 

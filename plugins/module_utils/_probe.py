@@ -16,13 +16,10 @@ __metaclass__ = type
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
-# pylint: disable-next=unused-import
-from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import (  # noqa: F401 (the names of _collect, from here too)
-    AMD_TOOLS, BUNDLE_FORMAT_VERSION, BundleError, BundleWriter, DERIVED_PARSERS, FEEDS, GROUPS,
-    IB_COUNTER_GLOBS, LiveRunner, MANIFEST, NCCL_GLOBS, Output, PROC_NET_FILES, PS_FORMAT, READ_BLOCK, ROCM_BIN, ReplayRunner,
-    VIRTUAL_IFACE_PATTERNS, VIRTUAL_KINDS, Alternative, Probe, all_probes, amd_probes, answer, base_probes, bundle_filename,
-    collect, end_probes, filter_processes, gpu_pids, has_rdma_device, interface_probes, link_kinds, nccl_version_text,
-    proc_net_listening_text, read_globs, select_interfaces, storage_probes, storage_read_text,
+# the node's half, and the names of it that the collection and its tests read from here
+from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import (  # noqa: F401 pylint: disable=unused-import
+    BundleError, BundleWriter, DERIVED_PARSERS, FEEDS, GROUPS, HeldRunner, LiveRunner, Output, ReplayRunner, all_probes,
+    amd_probes, base_probes, collect, end_probes, interface_probes, proc_net_listening_text, storage_probes, storage_read_text,
     validate_manifest,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_amd as amd_p
@@ -30,7 +27,6 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import HeldRunner
 from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
@@ -142,7 +138,7 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
                 problems = section_errors(parsed[probe.key])
                 if problems:
                     record['section_errors'] = problems
-                if out.rows is not None:
+                if probe.key == 'processes' and out.rows is not None:
                     parsed[ROWS_READ] = out.rows
             except ParseError as err:
                 record.update(status='parse_error', error=str(err), excerpt=err.excerpt or excerpt(out.stdout))

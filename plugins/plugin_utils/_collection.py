@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import time
 
 import yaml
 
@@ -227,19 +228,25 @@ def _signature(paths):
     return tuple(out)
 
 
+# A file modified less than this long before it was read is not held: a write in the same clock tick as the read (or
+# one on a file system with coarse times) would leave the same signature on other contents.
+SETTLED_NS = 2 * 10 ** 9
+
+
 def validated_profile(path, extra_dirs=()):
     """The profile file ``path`` loaded (with what it extends) and validated: a deep copy of what an earlier call of
     this process read, when none of the files it merged has changed since (a file changed, replaced or removed is read
-    again)."""
+    again; one modified within SETTLED_NS of the read is never held)."""
     key = (path, tuple(extra_dirs))
     held = _VALIDATED.get(key)
     if held is not None and _signature(p for p, _s, _i, _z, _m in held[0]) == held[0]:
         return copy.deepcopy(held[1])
+    started = time.time_ns()
     data, files = load_profile(path, extra_dirs)
-    before = _signature(entry['path'] for entry in files)
+    signature = _signature(entry['path'] for entry in files)
     profile = _profile.validate_profile(data, path)
-    if before is not None:
-        _VALIDATED[key] = (before, copy.deepcopy(profile))
+    if signature is not None and all(mtime < started - SETTLED_NS for _p, _s, _i, _z, mtime in signature):
+        _VALIDATED[key] = (signature, copy.deepcopy(profile))
     return profile
 
 

@@ -186,6 +186,13 @@ def test_an_answer_that_is_not_what_the_node_writes_names_the_field(records, mes
         _probe.facts_from_answer(records)
 
 
+def test_only_the_process_list_says_how_many_processes_there_were():
+    records = node_answer.answer(live_node(gpu_node()))
+    for record in records:
+        record['rows'] = 7 if record['probe'] != 'processes' else record['rows']
+    assert _probe.facts_from_answer(records)['host']['processes']['count'] == 20
+
+
 def test_an_answer_with_an_unknown_way_or_probe_spoils_only_that_probe():
     release = dict(GOOD, probe='os_release', command='cat /etc/os-release', stdout='ID=ubuntu\nVERSION_ID="24.04"\n')
     records = [dict(GOOD, alternative=3), dict(GOOD, probe='no_such_probe'), release]

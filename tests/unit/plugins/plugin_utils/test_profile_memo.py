@@ -4,6 +4,7 @@ finds them validated. A file changed, replaced or removed is read again; a profi
 held, so every host that names it reports it."""
 import json
 import os
+import time
 
 import pytest
 
@@ -20,9 +21,17 @@ def empty_memo(monkeypatch):
     monkeypatch.setattr(_collection, '_VALIDATED', {})
 
 
+def _settle(*paths):
+    """Files last modified a minute ago (a file modified within _collection.SETTLED_NS of its read is not held)."""
+    then = time.time_ns() - 60 * 10 ** 9
+    for path in paths:
+        os.utime(str(path), ns=(then, then))
+
+
 def _site(tmp_path, temp=85000):
     (tmp_path / 'site-base.yml').write_text(BASE)
     (tmp_path / 'site.yml').write_text(SITE % temp)
+    _settle(tmp_path / 'site-base.yml', tmp_path / 'site.yml')
     return [str(tmp_path)]
 
 
@@ -63,6 +72,19 @@ def test_a_file_changed_since_is_read_again(tmp_path, monkeypatch, change):
     assert reads == ['site.yml', 'site.yml']
     expected = {'the profile': (90000, 8), 'what it extends': (85000, 4), 'replaced': (70000, 8)}[change]
     assert (profile['gpu']['memory_mib_min'], profile['gpu']['count']) == expected
+
+
+def test_a_file_written_as_it_is_read_is_not_held(tmp_path, monkeypatch):
+    """A write in the same clock tick as the read would leave the same size and time on other contents: a file modified
+    within SETTLED_NS of the read is read again each time, and held once it has settled."""
+    dirs, reads = _site(tmp_path), _reads(monkeypatch)
+    (tmp_path / 'site.yml').write_text(SITE % 90000)
+    for _time in range(2):
+        assert _collection.resolve_profile('site', None, dirs)[0]['gpu']['memory_mib_min'] == 90000
+    _settle(tmp_path / 'site.yml')
+    for _time in range(2):
+        _collection.resolve_profile('site', None, dirs)
+    assert reads == ['site.yml'] * 3
 
 
 def test_a_file_removed_is_the_error_it_always_was(tmp_path):
