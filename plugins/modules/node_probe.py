@@ -135,7 +135,7 @@ options:
       - V(false) returns the raw outputs instead (RV(outputs)), for the controller to parse with the parsers it has
         loaded once per run; M(xuanwu.cluster.node_validate) probes this way, so that no node, and no replayed host of a
         controller, loads the parsers (C(docs/architecture.md), "Cost per host"). What the parsers leave out because it can
-        carry secrets is taken out on the node even then: the process list keeps only the job processes of
+        carry secrets is taken out on the node even then. The process list keeps only the job processes of
         O(process_patterns), the processes on a GPU and their parents (command lines), and the mounts lose their options
         except C(ro)/C(rw) (credentials of a CIFS, Ceph or FUSE mount).
     type: bool
