@@ -14,7 +14,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _probe, _redact
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node, _worker
 
 PROBE_ARGS = ('gather', 'interfaces', 'disk_paths', 'replay_dir', 'timeout', 'nccl_library_globs')
 STAGES = ('build', 'collectives', 'gpu_single', 'workloads', 'container', 'multinode', 'on_failed_hosts', 'recheck_counters')
@@ -157,6 +157,8 @@ class ActionModule(ActionBase):
         return facts, ''
 
     def run(self, tmp=None, task_vars=None):
+        # this host's parsing and judging creates many objects: the collector skips the main process's (_worker)
+        _worker.freeze_inherited()
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         given = dict(self._task.args)

@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _dmon_checks, _findings, _host_samples, _judge, _workloads
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node, _worker
 
 
 class ActionModule(ActionBase):
@@ -20,6 +20,8 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(('kind', 'run', 'component', 'profile', 'record', 'debug_run', 'scope', 'dmon_required'))
 
     def run(self, tmp=None, task_vars=None):
+        # this host's parsing and judging creates many objects: the collector skips the main process's (_worker)
+        _worker.freeze_inherited()
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=dict(
