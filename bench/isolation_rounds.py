@@ -79,6 +79,14 @@ def round_walls(starts):
     return walls
 
 
+def before_round1(starts):
+    """Seconds from the start of the first task to the start of 'Run round 1' (the preflight and the plan: the
+    controller's work ahead of the first pair; profile_tasks counts from its own load, just before the first task), or
+    None without a round 1."""
+    first = [at for name, at in starts if re.match(r'Run round 1\b', name)]
+    return first[0] if first else None
+
+
 def union(intervals):
     total, end = 0.0, None
     for start, stop in sorted(intervals):
@@ -130,7 +138,8 @@ def run_once(count, coverage, folder):
         verdict = json.load(handle)['verdict']
     with open(log) as handle:
         runs = sorted((json.loads(line) for line in handle), key=lambda r: r['start'])
-    walls = round_walls(task_starts(proc.stdout))
+    starts = task_starts(proc.stdout)
+    walls = round_walls(starts)
     rows, used = [], 0
     for number in sorted(walls):
         pairs = [p for p in verdict['pairs'] if p['round'] == number]
@@ -140,7 +149,7 @@ def run_once(count, coverage, folder):
         waves = len(set(p['wave'] for p in pairs))
         rows.append({'round': number, 'waves': waves, 'pairs': len(pairs), 'wall': walls[number], 'pair_runs': busy,
                      'controller': walls[number] - busy})
-    return proc.returncode, verdict, rows
+    return proc.returncode, verdict, rows, before_round1(starts)
 
 
 def main():
@@ -156,9 +165,10 @@ def main():
             runs = []
             for _run in range(args.rounds):
                 with tempfile.TemporaryDirectory(prefix='xuanwu-isolation-bench-') as folder:
-                    rc, verdict, rows = run_once(count, coverage, folder)
+                    rc, verdict, rows, before = run_once(count, coverage, folder)
                 runs.append(rows)
-                sys.stderr.write('%s %d hosts: exit %d, %s\n' % (coverage, count, rc, verdict['answer']))
+                sys.stderr.write('%s %d hosts: exit %d, %s; round 1 started %s s after the first task\n' % (
+                    coverage, count, rc, verdict['answer'], '?' if before is None else '%.1f' % before))
             for index, row in enumerate(runs[0]):
                 wall = statistics.median(r[index]['wall'] for r in runs)
                 busy = statistics.median(r[index]['pair_runs'] for r in runs)
