@@ -80,9 +80,9 @@ def round_walls(starts):
 
 
 def before_round1(starts):
-    """Seconds from the start of the first task to the start of 'Run round 1' (the preflight and the plan: the
-    controller's work ahead of the first pair; profile_tasks counts from its own load, just before the first task), or
-    None without a round 1."""
+    """profile_tasks' elapsed time at the start of 'Run round 1': the preflight and the plan, the controller's work
+    ahead of the first pair (profile_tasks counts from its own load, just before the first task); None without a
+    round 1."""
     first = [at for name, at in starts if re.match(r'Run round 1\b', name)]
     return first[0] if first else None
 
