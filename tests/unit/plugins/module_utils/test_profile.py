@@ -35,7 +35,7 @@ def error_of(data, path='p.yml'):
 
 def test_the_shipped_profiles_are_there():
     names = sorted(os.path.basename(p)[:-4] for p in PROFILES)
-    assert names == ['a100-sxm4-8', 'h100-sxm-8', 'h200-sxm-8', 'h200x1', 'h200x2-nvlink', 'h200x4-nvlink', 'mi300x-8']
+    assert names == ['a100-sxm4-8', 'h100-sxm-8', 'h100x1', 'h200-sxm-8', 'h200x1', 'h200x2-nvlink', 'h200x4-nvlink', 'mi300x-8']
 
 
 @pytest.mark.parametrize('path', PROFILES, ids=[os.path.basename(p) for p in PROFILES])
