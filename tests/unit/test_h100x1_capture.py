@@ -19,9 +19,9 @@ import os
 import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _judge, _probe, _workloads
-from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_clock_events import QUERY_FIELDS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import merge_profile
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
+from ansible_collections.xuanwu.cluster.tests.unit import real_runs
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils import node_answer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,8 +32,6 @@ SINGLE = os.path.join(HW, 'h100x1-gpu-single')
 COLLECTIVES = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall', 'sendrecv']
 TORCH = [('gpu_single', 'gpu_single'), ('allreduce_bench', 'torch_allreduce'), ('ddp_smoke', 'ddp_smoke'),
          ('fault_isolation', 'fault_isolation'), ('elastic_restart', 'elastic_restart'), ('soak', 'soak')]
-EVENTS = ('nvidia-smi --query-gpu=index,clocks_event_reasons.active,clocks.sm,power.draw,power.limit,temperature.gpu '
-          '--format=csv,noheader,nounits -lms 1000')
 
 
 def _live_report():
@@ -90,14 +88,11 @@ def test_its_own_profile_passes_the_capture_but_for_what_the_capture_could_not_s
 # ---------------------------------------------------------------------------------------- every stage
 
 def _read(run, name):
-    with open(os.path.join(RUNS, 'run%d' % run, name)) as handle:
-        return handle.read()
+    return real_runs.read(RUNS, run, name)
 
 
 def _dmon(run, component):
-    return {'command': 'nvidia-smi dmon -s pucvmet -d 1', 'interval_s': 1, 'stdout': _read(run, 'dmon_%s.txt' % component),
-            'clock_events': {'command': EVENTS, 'interval_s': 1, 'exit_code': -15, 'fields': list(QUERY_FIELDS),
-                             'stdout': _read(run, 'clock-events_%s.csv' % component)}}
+    return real_runs.dmon(RUNS, run, component)
 
 
 def _profile(name):
