@@ -64,15 +64,15 @@ DEFAULT_SEARCH_DIRS = ('/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/cuda
                        '/opt/mellanox/bin', '/usr/bin', '/bin', '/usr/local/bin')
 
 # The fast probes of each mode (never a workload): keys of _collect.base_probes / amd_probes.
-CHECK_PROBES = ('nvidia_query_gpu', 'nvidia_smi_xml', 'nvidia_nvlink', 'nvidia_proc_version', 'kernel_log', 'ibstat', 'chrony', 'disks',
-                'meminfo', 'processes', 'listening')
+CHECK_PROBES = ('nvidia_query_gpu', 'nvidia_smi_xml', 'nvidia_nvlink', 'nvidia_topo', 'nvidia_proc_version', 'kernel_log',
+                'ibstat', 'chrony', 'disks', 'meminfo', 'kernel_modules', 'processes', 'listening')
 PROBES = {
     'check': CHECK_PROBES,
     'npd': CHECK_PROBES,
     'prolog': ('nvidia_query_gpu', 'nvidia_smi_xml', 'processes', 'ibstat'),
     'epilog': ('nvidia_query_gpu', 'nvidia_smi_xml', 'processes', 'listening'),
 }
-AMD_PROBES = ('amd_static', 'amd_metric', 'amd_xgmi')
+AMD_PROBES = ('amd_static', 'amd_metric', 'amd_bad_pages', 'amd_topology', 'amd_xgmi')
 # What each mode judges (globs of check ids); the others' findings are left to the check that owns them.
 JUDGED = {
     'check': ('*',), 'npd': ('*',), 'prolog': ('*',),
@@ -319,12 +319,12 @@ def _kill_group(pid):
             pass
 
 
-def which(name, search_dirs, path_env=None):
-    """The executable ``name`` (a path, or found on PATH and then in ``search_dirs``), or None."""
+def which(name, search_dirs):
+    """The executable ``name``: a path, or the first found in ``search_dirs`` (the configuration's: never the caller's
+    PATH, which a root command does not trust), or None."""
     if '/' in name:
         return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
-    dirs = [d for d in (path_env if path_env is not None else os.environ.get('PATH', '')).split(os.pathsep) if d]
-    for folder in dirs + list(search_dirs):
+    for folder in search_dirs:
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
@@ -1113,7 +1113,7 @@ def main(argv=None, out=None):
         try:
             config = load_config(opts['check_config'], trust_check=False)
             from ansible_collections.xuanwu.cluster.plugins.module_utils import _profile
-            _profile.validate_profile(config['profile'], '%s: profile' % opts['check_config'])
+            _profile.validate_profile(config['profile'], 'profile')
         except ConfigError as err:
             out.write('INVALID %s\n' % err)
             return EXIT_CONFIG
