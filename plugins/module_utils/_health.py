@@ -933,8 +933,28 @@ def _lock(state_dir, mode, seconds=2.0):
             time.sleep(0.1)
 
 
-def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, runner=None, slurm=None, env=None):
-    """One check of ``mode``: ``(exit code, line, state document)``."""
+def capture_records(records, directory, meta):
+    """Write what the probes read (the collector's records; the process list as filtered for the answer) as a capture
+    bundle (docs/capture-format.md) that ``--replay`` and node_probe's ``replay_dir`` read back."""
+    class _Key(object):
+        def __init__(self, key):
+            self.key = key
+
+    class _Out(object):
+        def __init__(self, record):
+            self.command, self.rc, self.status = record['command'], record.get('rc'), record['status']
+            self.stdout, self.stderr = record.get('stdout') or '', record.get('stderr') or ''
+
+    writer = _collect.BundleWriter(directory)
+    for record in records:
+        writer(_Key(record['probe']), _Out(record))
+    return writer.write(meta)
+
+
+def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, runner=None, slurm=None, env=None,
+        capture=None):
+    """One check of ``mode``: ``(exit code, line, state document)``; ``capture``: a folder to write what the probes
+    read as a capture bundle."""
     env = os.environ if env is None else env
     started, started_epoch = clock(), now()
     watchdog = float(config['watchdog_seconds'])
@@ -961,6 +981,13 @@ def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, 
         node, slurm_error = (slurm.read() if slurm is not None else (None, None))
         job_id = env.get('SLURM_JOB_ID')
         records, unknown, timings = gather(config, mode, deadline, clock=clock, fork=fork, runner=runner)
+        capture_error = None
+        if capture:
+            try:
+                capture_records(records, capture, {'host': config['host'], 'groups': ['health:%s' % mode],
+                                                   'captured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now()))})
+            except (_collect.BundleError, IOError, OSError) as err:
+                capture_error = 'cannot write the capture bundle to %s: %s' % (capture, err)
         job_running = None
         if node is not None and mode in ('check', 'npd'):
             job_running = slurm_busy(node)
@@ -998,6 +1025,8 @@ def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, 
                    boot_id=boot, kernel_mark=new_mark if new_mark else mark, probe_seconds=timings, slurm=slurm_doc,
                    job_id=job_id, **counters)
         doc.pop('facts_gpu_count', None)
+        if capture_error:
+            doc['capture_error'] = capture_error
         if previous.get('state_error'):
             doc['state_error'] = previous['state_error']
         write_json_atomic(state_path, doc)
@@ -1062,7 +1091,7 @@ def _act(mode, verdict, node, slurm_error, counters, sched, slurm, act, config, 
 
 # ------------------------------------------------------------------------------------------------ command line
 
-USAGE = """usage: xuanwu-health [check|prolog|epilog|npd] [--config PATH] [--no-act] [--json] [--replay DIR]
+USAGE = """usage: xuanwu-health [check|prolog|epilog|npd] [--config PATH] [--no-act] [--json] [--replay DIR] [--capture DIR]
        xuanwu-health --check-config PATH
 
 The node's health check between validation runs (docs/node-health.md). Exit status: 0 healthy, 1 unhealthy,
@@ -1072,13 +1101,14 @@ The node's health check between validation runs (docs/node-health.md). Exit stat
 def parse_args(argv):
     """``(options, error)`` of the command line (argv[0] included: its name may carry the mode)."""
     prog = os.path.basename(argv[0]) if argv else 'xuanwu-health'
-    opts = {'mode': None, 'config': DEFAULT_CONFIG, 'act': True, 'json': False, 'replay': None, 'check_config': None}
+    opts = {'mode': None, 'config': DEFAULT_CONFIG, 'act': True, 'json': False, 'replay': None, 'check_config': None,
+            'capture': None}
     args = list(argv[1:])
     while args:
         arg = args.pop(0)
         if arg in MODES and opts['mode'] is None:
             opts['mode'] = arg
-        elif arg in ('--config', '-c', '--replay', '--check-config') and args:
+        elif arg in ('--config', '-c', '--replay', '--check-config', '--capture') and args:
             opts[{'-c': 'config'}.get(arg, arg.lstrip('-').replace('-', '_'))] = args.pop(0)
         elif arg == '--no-act':
             opts['act'] = False
@@ -1137,7 +1167,7 @@ def main(argv=None, out=None):
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(watchdog)
     try:
-        code, line, doc = run(config, opts['mode'], act=opts['act'])
+        code, line, doc = run(config, opts['mode'], act=opts['act'], capture=opts['capture'])
     except _Watchdog:
         code, line, doc = EXIT_UNKNOWN, 'UNKNOWN %s: watchdog: the %s check did not finish in %d s' % (
             config['host'], opts['mode'], watchdog), None

@@ -79,7 +79,10 @@ def rules_by_name(text):
 
 
 ALERTS = ['XuanwuHostValidationFailed', 'XuanwuHostNotValidatedRecently', 'XuanwuValidationRunFailed',
-          'XuanwuBusbwBelowFloor', 'XuanwuGpuThrottled', 'XuanwuGpuTooHot', 'XuanwuBusbwRegressed']
+          'XuanwuBusbwBelowFloor', 'XuanwuGpuThrottled', 'XuanwuGpuTooHot', 'XuanwuBusbwRegressed',
+          'XuanwuNodeUnhealthy', 'XuanwuNodeHealthUnknown', 'XuanwuNodeHealthCheckStale']
+# the node health series (xuanwu-health's textfile) carry no host label: the scrape's instance names the node
+HEALTH_ALERTS = ('XuanwuNodeUnhealthy', 'XuanwuNodeHealthUnknown', 'XuanwuNodeHealthCheckStale')
 
 
 def test_every_alert_tells_whom_and_what_to_do():
@@ -89,7 +92,8 @@ def test_every_alert_tells_whom_and_what_to_do():
         rule = rules[name]
         assert rule['labels']['severity'] in ('critical', 'warning'), name
         assert set(rule['annotations']) == {'summary', 'description'}, name
-        who = '$labels.run_id' if name == 'XuanwuValidationRunFailed' else '$labels.host'
+        who = '$labels.run_id' if name == 'XuanwuValidationRunFailed' else '$labels.instance' if name in HEALTH_ALERTS \
+            else '$labels.host'
         assert who in rule['annotations']['summary'] and who in rule['annotations']['description'], name
         assert 'playbooks/validate.yml' in rule['annotations']['description'], name
     assert rules['XuanwuBusbwRegressed']['group'] == 'xuanwu-fleet-history'
@@ -108,7 +112,7 @@ def test_promtool_checks_the_rules(tmp_path):
     (tmp_path / 'xuanwu-rules.yml').write_text(render())
     result = subprocess.run([PROMTOOL, 'check', 'rules', str(tmp_path / 'xuanwu-rules.yml')], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
-    assert result.returncode == 0 and 'SUCCESS: 9 rules found' in result.stdout, result.stdout
+    assert result.returncode == 0 and 'SUCCESS: 12 rules found' in result.stdout, result.stdout
 
 
 FAILED = ('Keep it out of service (drain it in the scheduler), read the run\'s report for its failed findings and their '
@@ -328,3 +332,59 @@ def test_the_regression_fraction_is_a_role_variable(tmp_path):
         _regressed('gpu03', '390.0', '400.0', 98), _regressed('gpu05', '330.0', '400.0', 98),
         _regressed('gpu05', '19.0', '20.0', 98, size='1048576')], eval_time='1h', interval='5m')
     promtool(tmp_path, [under], rules=render(prometheus_rules_busbw_regression_fraction=0.98), interval='5m')
+
+
+def health(metric, values, instance, **labels):
+    """A node's xuanwu-health series as the node job scrapes its textfile: no host label, the instance names it."""
+    return series(metric, values, instance=instance, job='node', **labels)
+
+
+HEALTH_FIX = ('Read the root-cause finding and its fix on the node (/var/lib/xuanwu-health/check.json, or run '
+              'xuanwu-health --no-act --json), fix it, then validate the node: ansible-playbook playbooks/validate.yml '
+              '--limit <node>.')
+
+
+@needs_promtool
+def test_a_node_unhealthy_now(tmp_path):
+    promtool(tmp_path, [case([
+        health('xuanwu_health_status', '2x10', 'gpu01', mode='check'),
+        health('xuanwu_health_findings', '1x10', 'gpu01', mode='check', check='gpu.xid_fatal', severity='fail'),
+        health('xuanwu_health_findings', '2x10', 'gpu01', mode='check', check='gpu.remapped_rows_pending', severity='fail'),
+        health('xuanwu_health_findings', '1x10', 'gpu01', mode='check', check='gpu.xid', severity='warn'),
+        health('xuanwu_health_status', '1x10', 'gpu02', mode='check'),     # warnings: healthy
+        health('xuanwu_health_status', '0x10', 'gpu03', mode='check'),
+        health('xuanwu_health_status', '2x10', 'gpu04', mode='epilog'),    # the epilog's own drain, not this alert
+    ], 'XuanwuNodeUnhealthy', [alert(
+        {'severity': 'critical', 'instance': 'gpu01'}, 'gpu01 is unhealthy now (xuanwu-health)',
+        'The health check of gpu01 failed (gpu.remapped_rows_pending, gpu.xid_fatal). With Slurm it drained the node '
+        'itself (reason "xuanwu-health: ...") and resumes it once it passes again. ' + HEALTH_FIX)]),
+        # it passed again: no alert
+        case([health('xuanwu_health_status', '2x3 0x6', 'gpu01', mode='check')], 'XuanwuNodeUnhealthy', [])])
+
+
+@needs_promtool
+def test_a_node_health_unknown_for_15_minutes(tmp_path):
+    unknown = [health('xuanwu_health_status', '3x30', 'gpu01', mode='check'),
+               health('xuanwu_health_probe_unknown', '1x30', 'gpu01', mode='check', probe='nvidia_query_gpu'),
+               health('xuanwu_health_status', '3x5 0x25', 'gpu02', mode='check')]   # one hang that cleared: none
+    fired = alert({'severity': 'warning', 'instance': 'gpu01'},
+                  'The health check of gpu01 cannot tell (a probe does not answer)',
+                  'A probe of the health check of gpu01 has not answered (nvidia_query_gpu). A hung nvidia-smi usually '
+                  'means a hung GPU or driver, a hung df a hung network mount: look on the node (dmesg, the tool by hand), '
+                  'fix it, then validate it: ansible-playbook playbooks/validate.yml --limit <node>.')
+    promtool(tmp_path, [case(unknown, 'XuanwuNodeHealthUnknown', [], eval_time='10m'),
+                        case(unknown, 'XuanwuNodeHealthUnknown', [fired], eval_time='20m')])
+
+
+@needs_promtool
+def test_a_node_health_check_that_stopped(tmp_path):
+    # gpu01 last checked at 0 s, gpu02 every minute: at 20 minutes only gpu01 is stale
+    promtool(tmp_path, [case([
+        health('xuanwu_health_last_check_timestamp_seconds', '0x30', 'gpu01', mode='check'),
+        health('xuanwu_health_last_check_timestamp_seconds', '0+60x30', 'gpu02', mode='check'),
+    ], 'XuanwuNodeHealthCheckStale', [alert(
+        {'severity': 'warning', 'instance': 'gpu01'}, 'The health check of gpu01 last ran 20m 0s ago',
+        "The health check of gpu01 last finished 20m 0s ago, more than 15 minutes: it is not running (slurmd's "
+        'HealthCheckProgram, the xuanwu-health timer or node-problem-detector), so a fault would go unseen. Check its '
+        'caller on the node, then validate it: ansible-playbook playbooks/validate.yml --limit <node>.')],
+        eval_time='20m')])

@@ -464,3 +464,16 @@ def test_npd_protocol_exit_codes_and_message(tmp_path, capsys):
         assert _health.main(['xuanwu-health', 'npd', '--config', path]) == code
         out = capsys.readouterr().out
         assert len(out.splitlines()) == 1 and len(out.encode()) <= 257
+
+
+def test_the_textfile_is_what_prometheus_reads(tmp_path):
+    import shutil
+    promtool = shutil.which('promtool')
+    if promtool is None:
+        pytest.skip('promtool is not on PATH (Debian: apt-get install prometheus; .ci/run installs it)')
+    cfg = config(tmp_path, corpus.demo_profile(), bundle(tmp_path, 'ib-port-down'), textfile_dir=str(tmp_path))
+    _health.run(cfg, 'check', fork=False)
+    with open(str(tmp_path / 'xuanwu-health-check.prom')) as handle:
+        proc = subprocess.run([promtool, 'check', 'metrics'], stdin=handle, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
