@@ -506,6 +506,20 @@ def _matches(check, patterns):
     return any(fnmatch.fnmatchcase(check or '', p) for p in patterns)
 
 
+def job_checks_apply(config, mode, job_running):
+    """``(applies, why not)``: whether the checks of what a job holds (JOB_CHECKS) are judged. ``job_running``: True (a
+    job, or another job than the prolog's or epilog's, runs on the node), False (none), None (nobody said)."""
+    if config['hygiene'] == 'never':
+        return False, 'hygiene is never in the configuration'
+    if config['hygiene'] == 'always' or job_running is False:
+        return True, ''
+    if job_running:
+        return False, 'another job runs on the node' if mode in ('prolog', 'epilog') else 'a job runs on the node'
+    if mode in ('prolog', 'epilog'):
+        return True, ''     # the scheduler runs them between jobs; squeue is asked when a finding depends on it
+    return False, 'no scheduler says whether a job runs on the node'
+
+
 def judge(config, mode, records, unknown, kernel_mark=None, job_running=None):
     """``(verdict, kernel_mark)`` of one run's records: the findings the profile gives (through _judge, with the
     site's overrides), split into ``findings`` (judged), ``not_applicable`` (with why) and ``unknown`` (probes
@@ -539,18 +553,12 @@ def judge(config, mode, records, unknown, kernel_mark=None, job_running=None):
             not_applicable.append({'check': check, 'component': finding.get('component'),
                                    'why': 'not probed by the health check (%s); validate.yml judges it' % finding.get('expected')})
             continue
-        if check in JOB_CHECKS and config['hygiene'] != 'always' and mode not in ('epilog', 'prolog') or \
-                check in JOB_CHECKS and config['hygiene'] == 'never':
-            if job_running is False and config['hygiene'] != 'never':
-                findings.append(finding)
+        if check in JOB_CHECKS:
+            applies, why = job_checks_apply(config, mode, job_running)
+            if not applies:
+                not_applicable.append({'check': check, 'component': finding.get('component'),
+                                       'why': '%s: %s is what it holds' % (why, finding.get('measured'))})
                 continue
-            why = ('a job runs on the node' if job_running else 'no scheduler says whether a job runs on the node'
-                   if job_running is None else '')
-            if config['hygiene'] == 'never':
-                why = 'hygiene is never in the configuration'
-            not_applicable.append({'check': check, 'component': finding.get('component'),
-                                   'why': '%s: %s is what it holds' % (why, finding.get('measured'))})
-            continue
         findings.append(finding)
     findings.sort(key=_findings.root_cause_key)
     status = _findings.status_of(findings)
@@ -995,14 +1003,15 @@ def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, 
             job_running = False
         verdict, new_mark = judge(config, mode, records, unknown, mark, job_running)
         if mode in ('prolog', 'epilog') and slurm is not None and any(f['check'] in JOB_CHECKS for f in verdict['findings']):
-            other, error = slurm.other_jobs(job_id)
-            if other is not None or error:
-                verdict, new_mark = judge(config, mode, records, unknown, mark, False if other is False else (True if other else None))
+            other, _error = slurm.other_jobs(job_id)
+            if other:
+                job_running = True
+                verdict, new_mark = judge(config, mode, records, unknown, mark, job_running)
         if mode == 'epilog' and verdict['failing'] and config['epilog_grace_seconds'] and not runner:
             # a process of the job that just ended may still be exiting: look again after the grace
             time.sleep(min(config['epilog_grace_seconds'], max(0, deadline - clock() - 2)))
             again, unknown2, _t = gather(config, mode, deadline + reserve / 2, clock=clock, fork=fork, runner=runner)
-            verdict2, _m = judge(config, mode, again, unknown2, mark, False)
+            verdict2, _m = judge(config, mode, again, unknown2, mark, job_running)
             keep = set((f['check'], f['component']) for f in verdict2['failing'])
             if not verdict2['unknown']:
                 verdict = _still(verdict, keep)

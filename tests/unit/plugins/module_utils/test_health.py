@@ -336,6 +336,19 @@ def test_a_busy_node_is_not_judged_on_what_its_job_holds_an_idle_one_is(tmp_path
     assert code == 1 and fake.node()[1].startswith('xuanwu-health: gpu.process gpu0: pid 48263 ')
 
 
+@pytest.mark.parametrize('jobs, drained', [('4242', True), ('4242 4243', False)])
+def test_the_epilog_of_a_shared_node_leaves_the_other_jobs_processes_alone(tmp_path, monkeypatch, jobs, drained):
+    fake = FakeSlurm(tmp_path)
+    tool(fake.dir, 'squeue', 'echo "%s" | tr " " "\\n"' % jobs)
+    monkeypatch.setenv('SLURM_JOB_ID', '4242')
+    cfg = slurm_config(tmp_path, fake, bundle(tmp_path, 'leftover-job'), epilog_grace_seconds=0)
+    code, line, doc = _health.run(cfg, 'epilog', env={'SLURM_JOB_ID': '4242'})
+    assert (code == 1) is drained, line
+    assert fake.node()[1].startswith('xuanwu-health epilog: gpu.process gpu0: pid 48263') is drained
+    if not drained:
+        assert all(n['why'].startswith('another job runs on the node') for n in doc['not_applicable'] if n['check'] != 'facts.not_collected')
+
+
 def test_unknown_is_not_a_pass_and_drains_only_after_its_streak(tmp_path):
     fake = FakeSlurm(tmp_path)
     tool(fake.dir, 'df', 'sleep 60')
