@@ -4,7 +4,8 @@
 # (bench/health_check.py). No GPU setting is changed: faults and load come from other processes.
 #
 # Usage: bench/gpu-host-health.sh OUTDIR CONFIG [REPLAY_CONFIG]
-#   CONFIG: the node's /etc/xuanwu/health.json (as role health_watch writes it); REPLAY_CONFIG: one that replays a
+#   CONFIG: the node's /etc/xuanwu/health.json (as role health_watch writes it), or MODEL=FILE,... (the file whose
+#   MODEL is in nvidia-smi's GPU name); REPLAY_CONFIG: one that replays a
 #   capture bundle (the 4x H200 capture), timed the same way. Everything lands in OUTDIR and OUTDIR/health-gpu.tgz.
 # Environment: TORCH_PYTHON (the Python with torch, default /opt/torch/.venv/bin/python), RUNS (default 20).
 set -uo pipefail
@@ -13,6 +14,12 @@ cd "$ROOT" || exit 1
 [ $# -ge 2 ] || { sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 OUT="$(mkdir -p "$1" && cd "$1" && pwd)"
 CONFIG="$2"
+# CONFIG may name one file per GPU model: "H100=a.json,H200=b.json" (the one whose key is in nvidia-smi's name is used)
+case "$CONFIG" in
+    *=*) NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+         for pair in ${CONFIG//,/ }; do case "$NAME" in *"${pair%%=*}"*) CONFIG="${pair#*=}";; esac; done;;
+esac
+[ -f "$CONFIG" ] || { echo "no configuration for this GPU: $CONFIG" >&2; exit 2; }
 REPLAY_CONFIG="${3:-}"
 TORCH_PYTHON="${TORCH_PYTHON:-/opt/torch/.venv/bin/python}"
 RUNS="${RUNS:-20}"

@@ -569,7 +569,8 @@ def judge(config, mode, records, unknown, kernel_mark=None, job_running=None):
         status = 'unknown'
     elif status == 'fail':
         status = 'warn'     # fail_on: a fail finding below it cannot be; kept for clarity
-    unknown_list = [{'probe': key, 'error': why} for key, why in sorted(unknown.items())]
+    # in the order the probes ran: the one that hung first, then those not started after it
+    unknown_list = [{'probe': key, 'error': why} for key, why in unknown.items()]
     return {'status': status, 'findings': findings, 'failing': failing, 'not_applicable': not_applicable,
             'unknown': unknown_list, 'probes': sorted(ran), 'facts_gpu_count': (facts.get('gpu') or {}).get('count')}, mark
 
