@@ -69,9 +69,9 @@ def main(argv=None):
         argv0 = [sys.executable, '-I', '-c', LAUNCH % collection_root()]
     command = argv0 + [args.mode, '--config', args.config] + (['--replay', args.replay] if args.replay else [])
     runs = []
-    for _ in range(args.runs):
+    for _run in range(args.runs):
         cpu0, wall0 = children_cpu(), time.monotonic()
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=700)
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=700, check=False)
         runs.append({'wall_s': time.monotonic() - wall0, 'cpu_s': children_cpu() - cpu0, 'rc': proc.returncode,
                      'line': proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else proc.stderr.strip()[-300:]})
     wall, cpu = spread([r['wall_s'] for r in runs]), spread([r['cpu_s'] for r in runs])

@@ -547,7 +547,7 @@ def judge(config, mode, records, unknown, kernel_mark=None, job_running=None):
         if not _matches(check, JUDGED[mode]):
             continue
         if check == 'facts.not_collected':
-            probe = str(finding.get('message', '')).split('probe ')[-1].split(' ')[0]
+            probe = str(finding.get('message', '')).rsplit('probe ', 1)[-1].split(' ')[0]
             if probe.split('/')[0] in unknown or any(p in unknown for p in probe.split('/')):
                 continue    # named among the unknown probes
             not_applicable.append({'check': check, 'component': finding.get('component'),
