@@ -251,15 +251,30 @@ def load_config(path, trust_check=True):
 
 # ------------------------------------------------------------------------------------------------ bounded commands
 
-def run_bounded(argv, timeout, env=None, max_bytes=OUTPUT_MAX_BYTES, popen=subprocess.Popen, clock=time.monotonic):
+def die_with_parent():
+    """Ask Linux to SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG): a killed check leaves no probe
+    process behind. Elsewhere, or where it cannot be asked, nothing."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def run_bounded(argv, timeout, env=None, max_bytes=OUTPUT_MAX_BYTES, popen=subprocess.Popen, clock=time.monotonic,
+                started=None):
     """``(rc, stdout, stderr, timed_out)`` of ``argv``, never longer than ``timeout`` (+ KILL_GRACE_SECONDS): on
     time out the process's group gets SIGKILL and is not waited for beyond the grace (a process stuck in the kernel
-    on a hung mount cannot die; waiting for it would hang this one). Each output is kept to ``max_bytes``."""
+    on a hung mount cannot die; waiting for it would hang this one). Each output is kept to ``max_bytes``. The tool
+    runs in a session of its own and dies with its caller; ``started`` is called with its pid."""
     try:
         proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                     close_fds=True, start_new_session=True)
+                     close_fds=True, start_new_session=True, preexec_fn=die_with_parent)
     except (OSError, ValueError) as err:
         return 127 if getattr(err, 'errno', None) == errno.ENOENT else 126, '', '%s: %s' % (argv[0], err), False
+    if started is not None:
+        started(proc.pid)
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     chunks = {out_fd: [], err_fd: []}
     sizes = dict((fd, 0) for fd in chunks)
@@ -359,6 +374,7 @@ class CollectorRunner(object):
         self.clock = clock
         self._run = run
         self.hung = {}
+        self.started = None     # called with each tool's pid (the collector tells its parent)
         self.env = {'PATH': os.pathsep.join(list(DEFAULT_SEARCH_DIRS)), 'LC_ALL': 'C', 'TERM': 'dumb'}
 
     def has_tool(self, name):
@@ -391,7 +407,8 @@ class CollectorRunner(object):
                 out = Output('failed', alt.command, rc=124, stderr='not started: no time left in this check')
                 out.unknown = True
                 return out
-            rc, stdout, stderr, timed_out = self._run([exe] + list(alt.argv[1:]), budget, env=self.env)
+            kw = {'started': self.started} if self.started is not None else {}
+            rc, stdout, stderr, timed_out = self._run([exe] + list(alt.argv[1:]), budget, env=self.env, **kw)
             if timed_out:
                 why = 'did not answer in %g s' % round(budget, 1)
                 self.hung[tool] = why
@@ -426,6 +443,7 @@ def collector(config, mode, write, clock=time.monotonic, deadline=None, runner=N
             runner = _collect.ReplayRunner(probe_cfg['replay_dir'])
         else:
             runner = CollectorRunner(probe_cfg['timeout'], deadline, probe_cfg['search_dirs'], clock=clock)
+            runner.started = lambda pid: write({'tool_pid': pid})
     amd = any(runner.has_tool(name) for name in _collect.AMD_TOOLS)
     patterns = probe_cfg['process_patterns']
     if patterns is None:
@@ -841,8 +859,12 @@ def gather(config, mode, deadline, clock=time.monotonic, fork=True, runner=None)
     current = [None]
     done = [False]
 
+    tool = [None]
+
     def take(doc):
-        if 'step' in doc:
+        if 'tool_pid' in doc:
+            tool[0] = doc['tool_pid'] if isinstance(doc['tool_pid'], int) else None
+        elif 'step' in doc:
             current[0] = doc['step']
         elif 'record' in doc:
             record = doc['record']
@@ -858,10 +880,17 @@ def gather(config, mode, deadline, clock=time.monotonic, fork=True, runner=None)
         collector(config, mode, take, clock=clock, deadline=deadline, runner=runner)
         return records, unknown, timings
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the collector
         try:
             os.close(read_fd)
+            die_with_parent()
+            if os.getppid() != parent:
+                os._exit(71)
+            # the lock and every other descriptor of the parent stay with it: a killed parent's lock is released
+            os.closerange(3, write_fd)
+            os.closerange(write_fd + 1, 4096)
             os.setpgid(0, 0)
             try:
                 os.nice(10)
@@ -904,6 +933,8 @@ def gather(config, mode, deadline, clock=time.monotonic, fork=True, runner=None)
         os.close(read_fd)
         if not done[0]:
             _kill_group(pid)
+            if tool[0]:
+                _kill_group(tool[0])
         _reap(pid)
     if not done[0]:
         if current[0] is not None:
@@ -1039,7 +1070,17 @@ def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, 
             doc['capture_error'] = capture_error
         if previous.get('state_error'):
             doc['state_error'] = previous['state_error']
-        write_json_atomic(state_path, doc)
+        try:
+            write_json_atomic(state_path, doc)
+        except (IOError, OSError) as err:
+            # a full disk, say: the verdict stands; the old state goes (an unlink needs no space), so that its counters
+            # never resume a node on a streak this run did not record
+            try:
+                os.unlink(state_path)
+            except OSError:
+                pass
+            doc['state_write_error'] = str(err)
+            line = doc['line'] = '%s (state not written: %s)' % (line, err)
         if config['textfile_dir']:
             try:
                 from ansible_collections.xuanwu.cluster.plugins.module_utils import _prom

@@ -490,3 +490,55 @@ def test_the_textfile_is_what_prometheus_reads(tmp_path):
         proc = subprocess.run([promtool, 'check', 'metrics'], stdin=handle, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_full_disk_keeps_the_verdict_and_never_resumes_on_an_old_streak(tmp_path, monkeypatch):
+    import errno
+    fake = FakeSlurm(tmp_path)
+    healthy, broken = bundle(tmp_path, name='ok'), bundle(tmp_path, 'ib-port-down', name='broken')
+    _health.run(slurm_config(tmp_path, fake, healthy), 'check')
+    _health.run(slurm_config(tmp_path, fake, healthy), 'check')
+    real = _health.write_json_atomic
+
+    def full(path, doc, mode=0o600):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(_health, 'write_json_atomic', full)
+    code, line, doc = _health.run(slurm_config(tmp_path, fake, broken), 'check')
+    assert code == 1 and line.endswith('(state not written: [Errno 28] No space left on device)')
+    assert fake.node()[0] == 'IDLE+DRAIN'                    # drained all the same
+    assert not os.path.exists(os.path.join(str(tmp_path / 'state'), 'check.json'))
+    monkeypatch.setattr(_health, 'write_json_atomic', real)
+    # space is back: the old two passes do not count, one pass does not resume
+    doc = _health.run(slurm_config(tmp_path, fake, healthy), 'check')[2]
+    assert doc['passes_in_row'] == 1 and fake.node()[0] == 'IDLE+DRAIN'
+    assert _health.run(slurm_config(tmp_path, fake, healthy), 'check')[2]['slurm']['action'] == 'resume'
+
+
+def test_a_killed_check_leaves_the_state_whole_and_the_next_one_runs(tmp_path):
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    tool(bin_dir, 'nvidia-smi', 'sleep 60')
+    path = write_config(tmp_path, {'format': 1, 'host': 'node', 'profile': corpus.demo_profile(),
+                                   'state_dir': str(tmp_path / 'state'), 'watchdog_seconds': 20,
+                                   'probe': {'timeout': 15, 'search_dirs': [str(bin_dir)]}})
+    env = {'PYTHONPATH': COLLECTIONS}
+    proc = subprocess.Popen([sys.executable, '-c', LAUNCH, '--config', path], stdout=subprocess.PIPE, env=env)
+    time.sleep(2)
+    proc.kill()                                              # kill -9 in the middle of a probe
+    proc.wait()
+    time.sleep(0.5)
+    # the collector and the tool it ran died with it (PR_SET_PDEATHSIG)
+    assert not [pid for pid in os.listdir('/proc') if pid.isdigit() and str(bin_dir) in _cmdline(pid)]
+    tool(bin_dir, 'nvidia-smi', 'exit 127')
+    done = subprocess.run([sys.executable, '-c', LAUNCH, '--config', path], stdout=subprocess.PIPE, env=env,
+                          universal_newlines=True, timeout=60, check=False)
+    assert done.returncode in (0, 1), done.stdout           # the lock went with the killed process
+    assert json.load(open(os.path.join(str(tmp_path / 'state'), 'check.json')))['mode'] == 'check'
+
+
+def _cmdline(pid):
+    try:
+        with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+            return handle.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return ''
