@@ -53,7 +53,7 @@ EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_UNKNOWN, EXIT_CONFIG = 0, 1, 2, 3
 STATUS_EXIT = {'pass': EXIT_HEALTHY, 'warn': EXIT_HEALTHY, 'fail': EXIT_UNHEALTHY, 'unknown': EXIT_UNKNOWN}
 STATUS_CODES = {'pass': 0, 'warn': 1, 'fail': 2, 'unknown': 3}
 DEFAULT_CONFIG = '/etc/xuanwu/health.json'
-REASON_PREFIX = 'xuanwu-health'
+REASON_PREFIX = 'xuanwu-health'     # _scheduler.HEALTH_REASON_PREFIX
 SLURM_REASON_MAX_BYTES = 255
 OUTPUT_MAX_BYTES = 32 << 20          # one probe's output kept by the collector
 CONFIG_MAX_BYTES = 16 << 20
@@ -643,8 +643,9 @@ def cut_bytes(text, limit):
 
 
 def is_ours(reason):
-    reason = (reason or '').strip()
-    return reason == REASON_PREFIX or reason.startswith(REASON_PREFIX + ':') or reason.startswith(REASON_PREFIX + ' ')
+    """A drain of the health check (_scheduler.is_health_reason: the rollout reads reasons the same way)."""
+    from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler
+    return _scheduler.is_health_reason(reason)
 
 
 # ------------------------------------------------------------------------------------------------ Slurm

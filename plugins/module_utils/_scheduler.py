@@ -33,6 +33,9 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Pars
 BACKENDS = ('none', 'slurm', 'kubernetes')
 ACTIONS = ('drain', 'resume', 'fail', 'plan', 'daemon', 'health')
 REASON_PREFIX = 'xuanwu'
+# The node's own health check between runs (_health, docs/node-health.md) drains with reasons of this prefix; a rollout
+# takes such a drained node over (it revalidates it), and the health check resumes only its own.
+HEALTH_REASON_PREFIX = 'xuanwu-health'
 DEFAULT_REASON = 'rollout'
 # slurmdbd keeps a node event's reason in a TINYTEXT column (255 bytes); a longer reason is cut there.
 SLURM_REASON_MAX_BYTES = 255
@@ -116,11 +119,21 @@ def our_reason(run_id, text, limit_bytes=SLURM_REASON_MAX_BYTES):
     return _cut_bytes('%s %s: %s' % (REASON_PREFIX, run_id, text), limit_bytes)
 
 
+def is_health_reason(reason):
+    """True for a drain of the node's own health check (``xuanwu-health: ...``, ``xuanwu-health epilog: ...``:
+    _health, docs/node-health.md)."""
+    reason = (reason or '').strip()
+    return reason == HEALTH_REASON_PREFIX or bool(re.match(r'^%s( [a-z]+)?:' % re.escape(HEALTH_REASON_PREFIX), reason))
+
+
 def reason_owner(reason, run_id):
-    """``'ours'`` (this run), ``'xuanwu'`` (another run of the collection), ``'other'`` or ``None`` (no reason)."""
+    """``'ours'`` (this run), ``'xuanwu'`` (another run of the collection), ``'health'`` (the node's health check),
+    ``'other'`` or ``None`` (no reason)."""
     reason = (reason or '').strip()
     if not reason:
         return None
+    if is_health_reason(reason):
+        return 'health'
     mine = '%s %s' % (REASON_PREFIX, run_id)
     if run_id and (reason == mine or reason.startswith(mine + ':')):
         return 'ours'
@@ -136,6 +149,8 @@ def whose(reason, run_id):
         return 'this run (%s)' % run_id
     if owner == 'xuanwu':
         return 'another xuanwu run (reason "%s")' % reason
+    if owner == 'health':
+        return 'the node\'s health check (reason "%s")' % reason
     if owner == 'other':
         return 'someone else (reason "%s")' % reason
     return 'someone else (no reason given)'
@@ -504,6 +519,9 @@ def decide(action, condition, reason, run_id):
             return 'drain', True, 'drained by this run'
         if ours:
             return ('wait' if condition == DRAINING else 'none'), True, 'already drained by this run (resumed run)'
+        if owner == 'health' and condition == DRAINED:
+            return 'relabel', True, ('drained by the node\'s health check (reason "%s"); taken over by this run, which '
+                                     'revalidates it and returns it to service only if it passes' % reason)
         return 'none', False, 'already %s by %s; left as it is' % (condition, whose(reason, run_id))
     if action == 'resume':
         if condition == AVAILABLE:

@@ -89,6 +89,14 @@ DECISIONS = [
     ('drain', 'down', 'Not responding', 'none', False),
     ('drain', 'drained', 'xuanwu older-run: failed checks: gpu.count', 'none', False),
     ('drain', 'drained', '', 'none', False),
+    # the node's health check drained it between runs: the rollout takes it over and revalidates it; while its jobs
+    # still run (draining) it is left alone
+    ('drain', 'drained', 'xuanwu-health: gpu.xid_fatal gpu3: Xid 79 x1 (expected no Xid 79)', 'relabel', True),
+    ('drain', 'drained', 'xuanwu-health epilog: gpu.process gpu0: pid 4 x (expected no process)', 'relabel', True),
+    ('drain', 'draining', 'xuanwu-health: gpu.count gpu: 7 (expected 8)', 'none', False),
+    ('resume', 'drained', 'xuanwu-health: gpu.count gpu: 7 (expected 8)', 'none', False),
+    ('fail', 'drained', 'xuanwu-health: gpu.count gpu: 7 (expected 8)', 'none', False),
+    ('drain', 'drained', 'xuanwu-healthy: admin note', 'none', False),
     ('resume', 'drained', 'xuanwu %s: rollout' % RUN, 'resume', True),
     ('resume', 'draining', 'xuanwu %s: rollout' % RUN, 'resume', True),
     ('resume', 'drained', 'Kill task failed', 'none', False),
