@@ -309,11 +309,12 @@ def test_a_drain_of_someone_else_is_never_resumed_nor_relabelled(tmp_path, reaso
     assert not [c for c in fake.calls() if c.startswith('update')]
 
 
-def test_a_rollout_never_takes_the_health_checks_drain_for_its_own():
+def test_a_rollout_reads_the_health_checks_drain_as_the_health_checks():
     reason = _health.drain_reason({'status': 'fail', 'failing': [{'check': 'gpu.count', 'component': 'gpu', 'measured': 7,
                                                                   'expected': 8}], 'unknown': []}, 'check')
     assert reason == 'xuanwu-health: gpu.count gpu: 7 (expected 8)'
-    assert _scheduler.reason_owner(reason, 'CHG-1') == 'other'
+    assert _scheduler.reason_owner(reason, 'CHG-1') == 'health'
+    assert _scheduler.decide('drain', 'drained', reason, 'CHG-1')[:2] == ('relabel', True)   # it revalidates the node
     assert not _health.is_ours('xuanwu CHG-1: xuanwu-health')
     assert _health.is_ours('xuanwu-health epilog: gpu.process gpu0: pid 1 x')
 
