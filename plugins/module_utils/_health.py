@@ -1053,10 +1053,22 @@ def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, 
         status = verdict['status']
         passes = passes + 1 if status in ('pass', 'warn') else 0
         unknowns = unknowns + 1 if status == 'unknown' else 0
+        drain_seen = None
+        if node is not None and node['condition'] != 'available' and is_ours(node.get('reason')):
+            drain_seen = node.get('reason')
+            if previous.get('drain_seen') != drain_seen:
+                # a drain this mode has not seen before (the prolog's, the epilog's, or one before a lost state): the
+                # passes that count towards its resume are those from now on
+                passes = 1 if status in ('pass', 'warn') else 0
         counters = {'passes_in_row': passes, 'unknowns_in_row': unknowns}
         slurm_doc = {}
         if use_slurm:
             slurm_doc = _act(mode, verdict, node, slurm_error, counters, sched, slurm, act, config, state_dir)
+            if slurm_doc.get('reason_set') and not slurm_doc.get('error'):
+                drain_seen = slurm_doc['reason_set']
+            elif slurm_doc.get('action') == 'resume' and not slurm_doc.get('error'):
+                drain_seen = None
+        counters['drain_seen'] = drain_seen
         seconds = clock() - started
         line = summary_line(verdict, config['host'], mode, seconds)
         if slurm_doc.get('error'):

@@ -543,3 +543,19 @@ def _cmdline(pid):
             return handle.read().replace(b'\0', b' ').decode('utf-8', 'replace')
     except (IOError, OSError):
         return ''
+
+
+def test_a_drain_of_the_epilog_is_resumed_only_after_passes_counted_from_it(tmp_path, monkeypatch):
+    fake = FakeSlurm(tmp_path)
+    healthy, leftover = bundle(tmp_path, name='ok'), bundle(tmp_path, 'leftover-job', name='leftover')
+    for _ in range(3):
+        assert _health.run(slurm_config(tmp_path, fake, healthy), 'check')[2]['passes_in_row'] >= 1
+    monkeypatch.setattr(_health.Slurm, 'other_jobs', lambda self, job_id: (False, None))
+    code, line, _doc = _health.run(slurm_config(tmp_path, fake, leftover, epilog_grace_seconds=0), 'epilog',
+                                   env={'SLURM_JOB_ID': '7'})
+    assert code == 1 and fake.node()[1].startswith('xuanwu-health epilog: ')
+    # the periodic check's three passes before the drain do not count: one pass since is not enough
+    doc = _health.run(slurm_config(tmp_path, fake, healthy), 'check')[2]
+    assert (doc['passes_in_row'], doc['slurm']['action'], fake.node()[0]) == (1, 'none', 'IDLE+DRAIN')
+    doc = _health.run(slurm_config(tmp_path, fake, healthy), 'check')[2]
+    assert doc['slurm']['action'] == 'resume' and fake.node() == ('IDLE', '')
