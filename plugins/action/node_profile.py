@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _preflight
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _preflight
 
 
 class ActionModule(ActionBase):
@@ -50,5 +50,7 @@ class ActionModule(ActionBase):
             return result
         result['changed'] = False
         result['profile_path'] = path
+        # what a role pins on the node (xuanwu.cluster.health_watch installs this version's module_utils)
+        result['collection_version'] = _collection.version()
         result['ansible_facts'] = {'xuanwu_profile_resolved': profile, 'xuanwu_profile_path': path}
         return result

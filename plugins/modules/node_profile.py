@@ -55,6 +55,13 @@ profile_path:
   returned: success
   type: str
   sample: /usr/share/ansible/collections/ansible_collections/xuanwu/cluster/profiles/h200x4-nvlink.yml
+collection_version:
+  description:
+    - The version of the collection that resolved the profile (its C(MANIFEST.json) when installed, else C(galaxy.yml)).
+    - Role C(xuanwu.cluster.health_watch) pins the code it installs on a node to it.
+  returned: success
+  type: str
+  sample: 0.1.0
 problems:
   description: Every problem found, one line each.
   returned: failure
