@@ -7,7 +7,9 @@
 #   CONFIG: the node's /etc/xuanwu/health.json (as role health_watch writes it), or MODEL=FILE,... (the file whose
 #   MODEL is in nvidia-smi's GPU name); REPLAY_CONFIG: one that replays a
 #   capture bundle (the 4x H200 capture), timed the same way. Everything lands in OUTDIR and OUTDIR/health-gpu.tgz.
-# Environment: TORCH_PYTHON (the Python with torch, default /opt/torch/.venv/bin/python), RUNS (default 20).
+# Environment: TORCH_PYTHON (the Python with torch, default /opt/torch/.venv/bin/python), RUNS (default 20), ROLE=1
+#   (install with role health_watch through scripts/gpu-host-run.sh playbooks/health_watch.yml, the profile of CONFIG,
+#   caller kubernetes; needs wheels/gpu-host).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
@@ -26,6 +28,19 @@ RUNS="${RUNS:-20}"
 CMD=/usr/local/sbin/xuanwu-health
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 
+if [ "${ROLE:-0}" = 1 ]; then
+    # the role itself installs it (scripts/gpu-host-run.sh: ansible-core from wheels/gpu-host, connection local): a
+    # check-mode run first, then twice (the second must change nothing), then check mode again; the profile is the
+    # one named in CONFIG's file ("profile_path"), host.time off as there
+    PROFILE="$(python3 -c 'import json, os, sys; print(os.path.basename(json.load(open(sys.argv[1]))["profile_path"])[:-4])' "$CONFIG")"
+    EXTRA="{\"xuanwu_profile\": \"$PROFILE\", \"xuanwu_profile_overrides\": {\"host\": {\"time\": null}}, \"health_watch_caller\": \"kubernetes\", \"health_watch_textfile_dir\": \"\"}"
+    for step in check-first run1 run2 check; do
+        args=(-e "$EXTRA"); case "$step" in check*) args+=(--check --diff);; esac
+        scripts/gpu-host-run.sh playbooks/health_watch.yml "${args[@]}" > "$OUT/role-$step.txt" 2>&1
+        log "role $step rc=$? $(grep -E '^localhost +:' "$OUT/role-$step.txt" | tr -s ' ')"
+    done
+    CONFIG=/etc/xuanwu/health.json
+else
 VERSION="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["collection_version"])' "$CONFIG")"
 PREFIX="/opt/xuanwu-health/$VERSION"
 MU="$PREFIX/ansible_collections/xuanwu/cluster/plugins/module_utils"
@@ -48,6 +63,7 @@ ln -sf xuanwu-health /usr/local/sbin/xuanwu-health-epilog
 ln -sf xuanwu-health /usr/local/sbin/xuanwu-health-prolog
 install -d -m 0755 /etc/xuanwu
 install -m 0600 "$CONFIG" /etc/xuanwu/health.json
+fi
 log "python3 $(python3 -c 'import sys; print(sys.version.split()[0])'); $(nvidia-smi --query-gpu=name,power.limit,driver_version --format=csv,noheader)"
 "$CMD" --check-config /etc/xuanwu/health.json | tee -a "$OUT/summary.txt"
 
