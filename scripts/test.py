@@ -52,7 +52,7 @@ LOG_DIR = os.path.join('.cache', 'test-logs')
 JOB_SECONDS = {
     'molecule-image': 10000,  # first: the scenarios wait for it
     'integration': 1250,  # per shard of two (the newest controller)
-    'molecule:cluster': 540, 'molecule:firewall': 450, 'molecule:gpu_packages': 430, 'molecule:roce_qos': 340,
+    'molecule:cluster': 680, 'molecule:firewall': 450, 'molecule:gpu_packages': 430, 'molecule:roce_qos': 340,
     'unit': 320, 'molecule:container_toolkit': 310, 'molecule:python_venv': 275, 'integration-2.16': 260,
     'molecule:monitoring': 250, 'molecule:rdma': 225, 'lint': 200, 'molecule:chrony': 180, 'sanity': 100,
 }
