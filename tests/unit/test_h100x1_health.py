@@ -3,6 +3,7 @@ probes read there, replayed through the watch, gives the live verdicts; the live
 (at most 2 s wall and 1 s CPU per check on one GPU)."""
 import json
 import os
+import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _health
 from ansible_collections.xuanwu.cluster.tests.unit import test_fault_corpus as corpus
@@ -67,3 +68,29 @@ def test_the_goal_one_gpu_2_s_wall_1_s_cpu():
             figures = json.load(handle)
         assert figures['wall_s']['median'] <= 2.0 and figures['cpu_s']['median'] <= 1.0, (name, figures)
         assert figures['wall_s']['max'] <= 2.0, name
+
+
+ROLE = os.path.join(RUN, 'role')
+
+
+def test_the_role_installed_it_on_the_real_host_idempotent_and_in_check_mode():
+    with open(os.path.join(ROLE, 'summary.txt')) as handle:
+        summary = handle.read()
+    recaps = dict(re.findall(r'role (check-first|run1|run2|check) rc=0 localhost : ok=\d+ (changed=\d+) unreachable=0 failed=0',
+                             summary))
+    assert recaps == {'check-first': 'changed=6', 'run1': 'changed=7', 'run2': 'changed=0', 'check': 'changed=0'}
+    assert 'VALID /etc/xuanwu/health.json: host localhost' in summary
+    line, doc = state(os.path.join('role', 'healthy.txt'))
+    assert line.startswith('HEALTHY localhost: no finding (check, 13 probes') and doc['findings'] == []
+    with open(os.path.join(ROLE, 'bench-idle.json')) as handle:
+        figures = json.load(handle)
+    assert figures['wall_s']['max'] <= 2.0 and figures['cpu_s']['max'] <= 1.0
+    assert all(r['rc'] == 0 for r in figures['runs']) and len(figures['runs']) == 20
+
+
+def test_the_hung_tool_is_named_first_once_listed_in_the_order_the_probes_ran():
+    line, doc = state(os.path.join('role', 'hung.txt'))
+    assert line == 'UNKNOWN localhost: probe nvidia_query_gpu did not answer in 10 s [+3 more]'
+    assert [u['probe'] for u in doc['unknown']][0] == 'nvidia_query_gpu'
+    assert all(u['error'].startswith('not started: nvidia-smi did not answer earlier') for u in doc['unknown'][1:])
+    assert doc['seconds'] < 12 and doc['exit_code'] == 2
