@@ -548,7 +548,7 @@ def _cmdline(pid):
 def test_a_drain_of_the_epilog_is_resumed_only_after_passes_counted_from_it(tmp_path, monkeypatch):
     fake = FakeSlurm(tmp_path)
     healthy, leftover = bundle(tmp_path, name='ok'), bundle(tmp_path, 'leftover-job', name='leftover')
-    for _ in range(3):
+    for _run in range(3):
         assert _health.run(slurm_config(tmp_path, fake, healthy), 'check')[2]['passes_in_row'] >= 1
     monkeypatch.setattr(_health.Slurm, 'other_jobs', lambda self, job_id: (False, None))
     code, line, _doc = _health.run(slurm_config(tmp_path, fake, leftover, epilog_grace_seconds=0), 'epilog',
