@@ -361,13 +361,13 @@ def _tool(probe, alternative):
     return None
 
 
-class CollectorRunner(object):
+class CollectorRunner(_collect.LiveRunner):
     """Obtains a probe's raw output on the node with run_bounded, each tool under ``timeout`` but never past
     ``deadline``; a tool that timed out once is not started again in this run (``hung``)."""
 
     replay = False
 
-    def __init__(self, timeout, deadline, search_dirs, clock=time.monotonic, run=run_bounded):
+    def __init__(self, timeout, deadline, search_dirs, clock=time.monotonic, run=run_bounded):  # pylint: disable=super-init-not-called
         self.timeout = timeout
         self.deadline = deadline
         self.search_dirs = search_dirs
@@ -380,17 +380,9 @@ class CollectorRunner(object):
     def has_tool(self, name):
         return bool(which(name, self.search_dirs)) or os.access(os.path.join(_collect.ROCM_BIN, name), os.X_OK)
 
-    def obtain(self, probe):
-        last = None
-        for alt in probe.alternatives:
-            out = self._one(alt)
-            out.alternative = alt
-            if out.status != 'missing':
-                return out
-            last = out
-        return last
+    # obtain() is LiveRunner's: the probe's alternatives in order, the first that is not missing
 
-    def _one(self, alt):
+    def _obtain_one(self, alt):
         Output = _collect.Output
         if alt.argv:
             tool = os.path.basename(alt.argv[0])
