@@ -124,4 +124,4 @@ EOF
 fi
 cp /var/lib/xuanwu-health/check.json "$OUT/state-check.json" 2>/dev/null
 tar czf "$OUT/health-gpu.tgz" -C "$OUT" --exclude health-gpu.tgz .
-log done
+log "finished"
