@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import threading
 import time
 from pathlib import Path
@@ -31,15 +32,48 @@ def _write_json(path: Path, data) -> None:
     write_private(path, json.dumps(data, indent=2, default=str))
 
 
+def _kind(mode: int) -> str | None:
+    """What a file that is not copied is (None: a regular file, a folder or a symbolic link, which are)."""
+    for test, name in ((stat.S_ISFIFO, 'a FIFO'), (stat.S_ISSOCK, 'a Unix socket'), (stat.S_ISCHR, 'a character device'),
+                       (stat.S_ISBLK, 'a block device')):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode) else 'a special file'
+
+
+def copy_attempt(source: str, target: Path) -> list:
+    """Copy an attempt's folder: regular files, folders and symbolic links (as links). A FIFO, a socket or a device
+    that a task left there is not opened (reading a FIFO blocks until someone writes it: the batch would never end);
+    each is named in the list returned (``path (kind)``), which job.json keeps."""
+    skipped = []
+
+    def ignore(folder, names):
+        left = []
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                kind = _kind(os.lstat(path).st_mode)
+            except OSError as err:
+                kind = 'unreadable (%s)' % (err.strerror or err)
+            if kind:
+                left.append(name)
+                skipped.append('%s (%s)' % (os.path.relpath(path, source), kind))
+        return left
+
+    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=ignore)
+    return skipped
+
+
 def _collect(task_id: str, job: dict, folder: Path) -> dict:
     """Copy the job's attempt folders into the task's folder and write its job.json; the summary entry."""
     private_dir(folder)
     attempts = job.get('attempt_list') or []
+    not_copied = []
     for attempt in attempts:
         source = attempt.get('artifact_dir')
         if source and os.path.isdir(source):
             target = folder / ('attempt-%d' % attempt['n'])
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+            not_copied += ['attempt-%d/%s' % (attempt['n'], path) for path in copy_attempt(source, target)]
     last_error = next((a.get('error') for a in reversed(attempts) if a.get('error')), None)
     spec = redact_spec(job.get('spec') or {})
     entry = {
@@ -55,7 +89,7 @@ def _collect(task_id: str, job: dict, folder: Path) -> dict:
                   slurm_job_id=(job.get('info') or {}).get('slurm_job_id'),
                   attempt_list=[{k: a.get(k) for k in ('n', 'started', 'finished', 'rc', 'status', 'error_class',
                                                        'error')} for a in attempts],
-                  spec=spec)
+                  spec=spec, not_copied=not_copied)
     _write_json(folder / 'job.json', record)
     return entry
 

@@ -326,6 +326,10 @@ def _fill(argv: list, params: dict, field: str) -> list:
     return out
 
 
+# Names in a batch's output_dir that are not a task's folder: a task of this id would collide with them.
+RESERVED_TASK_IDS = frozenset(('summary.json',))
+
+
 def _task_id_of(name: str) -> str:
     stem = re.sub(r'[^A-Za-z0-9._-]', '_', name)
     stem = re.sub(r'^[^A-Za-z0-9]+', '', stem)
@@ -376,7 +380,7 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
                        and not e.startswith('.'))
         if not files or len(files) > MAX_TASKS:
             raise SpecError('input_dir', 'must hold 1 to %d files (one task each), found %d' % (MAX_TASKS, len(files)))
-        items, taken = [], set()
+        items, taken = [], set(RESERVED_TASK_IDS)
         for entry in files:
             task_id, k = _task_id_of(entry), 1
             while task_id in taken:
@@ -404,6 +408,9 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
         task_id = _str(item['task_id'], where + '.task_id', NAME_RE, ' (letters, digits, . _ -; no paths)')
         if task_id in seen:
             raise SpecError(where + '.task_id', 'duplicate task id %s' % _show(task_id))
+        if task_id in RESERVED_TASK_IDS:
+            raise SpecError(where + '.task_id', '%s is reserved: output_dir/%s is the batch\'s summary'
+                            % (_show(task_id), task_id))
         seen.add(task_id)
         if 'params' not in item:
             what = 'the parameters of the command template' if template else 'the job this task runs (playbook or command)'

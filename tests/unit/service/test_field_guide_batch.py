@@ -188,3 +188,29 @@ def test_secret_values_a_playbook_prints_are_masked_in_its_log_events_and_error(
     assert 'failed with ***' in job['error'] and 'k-0123456789-secret' not in json.dumps(job)
     assert job['spec']['extra_vars'] == {'api_key': '***'}
     assert any('the key is ***' in e for e in events) and not any('k-0123456789-secret' in e for e in events)
+
+
+def test_a_task_that_leaves_a_fifo_and_a_socket_in_its_folder_still_ends_the_batch(service):
+    # reading a FIFO blocks until someone writes it: copying the task's folder must not open it
+    leave = "import os, socket; os.mkfifo('left.fifo'); socket.socket(socket.AF_UNIX).bind('left.sock')"
+    # a task's own command runs in its attempt's folder, which the summary copies into output_dir/<task_id>/
+    body = {'output_dir': 'odd-files', 'task_list': [{'task_id': 't1', 'params': {
+        'name': 't1', 'nodes': ['localhost'], 'command': '%s -c "%s"' % (sys.executable, leave)}}]}
+    batch = _final_batch(service, _post(service, '/api/v1/batches', body).json()['batch_id'])
+    assert batch['status'] == 'succeeded', batch
+    record = json.loads((service['batches'] / 'odd-files' / 't1' / 'job.json').read_text())
+    assert record['not_copied'] == ['attempt-1/left.fifo (a FIFO)', 'attempt-1/left.sock (a Unix socket)']
+    assert json.loads((service['batches'] / 'odd-files' / 'summary.json').read_text())['status'] == 'succeeded'
+
+
+def test_an_input_file_named_like_the_summary_is_a_task_of_another_id(service):
+    inputs = service['batches'] / 'named'
+    inputs.mkdir()
+    for name in ('summary.json', 'a.txt'):
+        (inputs / name).write_text(name)
+    body = {'input_dir': 'named', 'output_dir': 'named-out', 'command': 'cp {input_file} {input_name}.copy'}
+    batch = _final_batch(service, _post(service, '/api/v1/batches', body).json()['batch_id'])
+    assert batch['status'] == 'succeeded', batch
+    assert [t['task_id'] for t in batch['summary']['tasks']] == ['a.txt', 'summary.json-2']
+    summary = json.loads((service['batches'] / 'named-out' / 'summary.json').read_text())
+    assert summary['status'] == 'succeeded' and len(summary['tasks']) == 2

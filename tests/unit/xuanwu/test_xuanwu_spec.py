@@ -99,6 +99,7 @@ BAD_BATCHES = [
     ({'task_list': [{'task_id': 'a', 'params': OK_COMMAND}, {'task_id': 'a', 'params': OK_COMMAND}]},
      'task_list[1].task_id', 'duplicate task id'),
     ({'task_list': [{'task_id': '../escape', 'params': OK_COMMAND}]}, 'task_list[0].task_id', 'no paths'),
+    ({'task_list': [{'task_id': 'summary.json', 'params': OK_COMMAND}]}, 'task_list[0].task_id', 'reserved'),
     ({'task_list': [{'task_id': 'a/b', 'params': OK_COMMAND}]}, 'task_list[0].task_id', 'no paths'),
     ({'task_list': [{'params': OK_COMMAND}]}, 'task_list[0].task_id', 'missing'),
     ({'task_list': [{'task_id': 'a'}]}, 'task_list[0].params', 'missing'),
