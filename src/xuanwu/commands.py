@@ -33,6 +33,7 @@ SLURM_TRANSIENT = re.compile(r'^srun: .*(NODE_FAIL|Node failure|Unable to alloca
 SSH_TRANSPORT = re.compile(r'^(ssh: (connect to host .*: (Connection (refused|timed out)|No route to host|'
                            r'Network is unreachable)|Could not resolve hostname .*)|'
                            r'kex_exchange_identification: .*|Connection (closed|reset|timed out) by .*|'
+                           r'Connection timed out during banner exchange|Connection to .* port [0-9]+ timed out|'
                            r'Timeout, server .* not responding\.?)\s*$', re.I | re.M)
 
 

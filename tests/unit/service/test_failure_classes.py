@@ -162,3 +162,38 @@ def test_a_timeout_is_permanent_unless_the_job_asks_for_its_retry(executor):
     job = executor.run(parse_job({'name': 'slow', 'nodes': ['localhost'], 'retry_count': 1, 'timeout_sec': 1,
                                   'retry_on_timeout': True, 'command': 'sleep 30'}, executor.config))
     assert (job['status'], job['error_class'], job['attempts']) == ('failed', 'transient', 2)
+
+
+def test_a_node_that_accepts_tcp_and_never_answers_is_a_transient_failure(tmp_path):
+    """The real ssh client against a real listener that accepts and stays silent: "Connection timed out during banner
+    exchange", exit 255: the node's failure, retried as docs/jobs.md says, not the command's."""
+    import shutil
+    import socket
+    import threading
+    if shutil.which('ssh') is None:
+        pytest.skip('no ssh client')
+    listener = socket.socket()
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(4)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+    threading.Thread(target=accept, daemon=True).start()
+    config_file = tmp_path / 'ssh_config'
+    config_file.write_text('Host silent\n  HostName 127.0.0.1\n  Port %d\n  ConnectTimeout 2\n'
+                           '  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n' % listener.getsockname()[1])
+    adir = tmp_path / 'attempt'
+    adir.mkdir()
+    try:
+        out = commands.run_command(adir, {'nodes': ['silent'], 'command': 'true', 'mode': 'ssh', 'job_id': 'j-1',
+                                          'ssh_config_file': str(config_file)})
+    finally:
+        listener.close()
+    assert out['rc'] == 255 and 'banner exchange' in (adir / 'stderr-silent.txt').read_text()
+    decided = commands.classify(out)
+    assert decided['error_class'] == 'transient' and 'ssh could not reach silent' in decided['reason']
