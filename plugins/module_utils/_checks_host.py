@@ -72,7 +72,8 @@ CHECKS = {
         'local NVMe or use a parallel file system).'),
     'host.storage_read_slow': _c(
         'Storage read throughput', 'storage <path>', 'fail',
-        'a bounded read of the path (cold: cached pages dropped) reaches host.storage[].read_mb_s_min',
+        'a bounded read of the path (cold: O_DIRECT, else its cached pages dropped; host.storage_read.<path>.cache '
+        'says which) reaches host.storage[].read_mb_s_min',
         'The dataset path reads slower than the profile needs (field guide 3.4): check the mount (`findmnt -T {path}`, '
         'NFS `nconnect`/`rsize`, the Lustre or GPFS client), the network path to the storage (`ethtool` counters, the '
         'storage VLAN), and other readers at the same moment; cache the dataset on local NVMe if the shared file system '

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import fnmatch
 import json
 import os
@@ -325,14 +326,111 @@ def _files_under(path):
                 yield full
 
 
-def storage_read_text(path, max_bytes=1 << 30, max_seconds=10.0, clock=None):
-    """The internal probe ``storage_read:<path>``: read the files under ``path`` until ``max_bytes`` or ``max_seconds``,
-    each after asking the kernel to drop its cached pages (POSIX_FADV_DONTNEED, so that what is timed is the file
-    system, not the page cache); ``key=value`` lines for _parse_host.parse_storage_read."""
+# A read of the storage probe that gives no answer this long after its own time bound (read_max_s) is a hung mount.
+STORAGE_READ_GRACE_SECONDS = 5.0
+# Each file's cache state, weakest last: read with O_DIRECT (never through the page cache), its cached pages dropped
+# first (POSIX_FADV_DONTNEED accepted), or read through whatever the cache held.
+CACHE_STATES = ('direct', 'dropped', 'kept')
+
+
+class StorageReadTimeout(OSError):
+    """The read gave no answer within its bound and the grace: a hung mount (the probe fails, naming the path)."""
+
+
+def storage_read_text(path, max_bytes=1 << 30, max_seconds=10.0, clock=None, reader=None):
+    """The internal probe ``storage_read:<path>``: read the files under ``path`` until ``max_bytes`` or ``max_seconds``
+    (_storage_read), in a child process that is given ``max_seconds`` + STORAGE_READ_GRACE_SECONDS to answer: a read
+    blocked in the kernel (a hung NFS mount) cannot be interrupted, so it is left there and StorageReadTimeout names
+    the path; the probe never hangs. ``key=value`` lines for _parse_host.parse_storage_read."""
+    reader = reader or _storage_read
+    if not hasattr(os, 'fork'):
+        return reader(path, max_bytes, max_seconds, clock)
+    import select
+    import signal
+    limit = max_seconds + STORAGE_READ_GRACE_SECONDS
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            data = reader(path, max_bytes, max_seconds, clock).encode('utf-8', 'replace')
+            while data:
+                data = data[os.write(write_fd, data):]
+            os._exit(0)
+        except BaseException:  # pylint: disable=broad-except
+            os._exit(70)
+    os.close(write_fd)
+    chunks, done = [], False
+    deadline = time.time() + limit
+    try:
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                break
+            ready = select.select([read_fd], [], [], min(left, 1.0))[0]
+            if not ready:
+                continue
+            data = os.read(read_fd, 65536)
+            if not data:
+                done = True
+                break
+            chunks.append(data)
+    finally:
+        os.close(read_fd)
+        if not done:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for _wait in range(25):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except OSError:
+                break
+            time.sleep(0.02)
+    if not done:
+        raise StorageReadTimeout(errno.ETIMEDOUT, '%s: the read gave no answer in %g s (read_max_s %g + %g): a hung mount?'
+                                 % (_printable(path), limit, max_seconds, STORAGE_READ_GRACE_SECONDS))
+    text = b''.join(chunks).decode('utf-8', 'replace')
+    if not text.strip():
+        raise OSError(errno.EIO, '%s: the read ended without an answer' % _printable(path))
+    return text
+
+
+def _printable(text):
+    return re.sub(r'[\x00-\x1f\x7f]', ' ', text)
+
+
+def _open_cold(name, direct):
+    """``(fd, cache state)``: the file opened with O_DIRECT where its file system takes it, else opened and its cached
+    pages dropped (``dropped`` when the kernel accepted the advice, else ``kept``)."""
+    if direct:
+        try:
+            return os.open(name, os.O_RDONLY | direct), 'direct'
+        except OSError as err:
+            if err.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+    handle = os.open(name, os.O_RDONLY)
+    state = 'kept'
+    if hasattr(os, 'posix_fadvise'):
+        try:
+            os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_DONTNEED)
+            state = 'dropped'
+        except OSError:
+            pass
+    return handle, state
+
+
+def _storage_read(path, max_bytes=1 << 30, max_seconds=10.0, clock=None):
+    """The read itself: the files under ``path`` in name order, each opened cold (_open_cold), until ``max_bytes`` or
+    ``max_seconds``. ``complete`` is true only when every file was read to its end within the bounds; ``cache`` is the
+    weakest of the files' cache states (CACHE_STATES)."""
+    import mmap
     clock = clock or getattr(time, 'monotonic', time.time)
-    drop = hasattr(os, 'posix_fadvise')
-    buf = bytearray(READ_BLOCK)
-    total, count, error, complete = 0, 0, None, True
+    direct = getattr(os, 'O_DIRECT', 0)
+    buf = mmap.mmap(-1, READ_BLOCK)      # page-aligned, as O_DIRECT needs
+    total, count, error, complete, cache = 0, 0, None, True, 'direct'
     if not os.path.exists(path):
         error, complete = '%s: no such file or directory' % path, False
     start = clock()
@@ -341,28 +439,33 @@ def storage_read_text(path, max_bytes=1 << 30, max_seconds=10.0, clock=None):
             complete = False
             break
         try:
-            handle = os.open(name, os.O_RDONLY)
+            handle, state = _open_cold(name, direct)
         except OSError as err:
             error = error or '%s: %s' % (name, err.strerror)
+            complete = False
             continue
+        cache = max(cache, state, key=CACHE_STATES.index)
+        at_end = False
         try:
-            if drop:
-                os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_DONTNEED)
             while total < max_bytes and clock() - start < max_seconds:
-                size = os.readv(handle, [memoryview(buf)[:min(READ_BLOCK, max_bytes - total)]])
+                size = os.readv(handle, [memoryview(buf)])
                 if not size:
+                    at_end = True
                     break
-                total += size
+                total += min(size, max_bytes - total)
         except OSError as err:
             error = error or '%s: %s' % (name, err.strerror)
         finally:
             os.close(handle)
         count += 1
+        if not at_end:
+            complete = False
     seconds = clock() - start
-    lines = ['path=%s' % re.sub(r'[\x00-\x1f\x7f]', ' ', path), 'bytes=%d' % total, 'seconds=%.3f' % seconds, 'files=%d' % count,
-             'cache=%s' % ('dropped' if drop else 'kept'), 'complete=%s' % ('true' if complete and total < max_bytes else 'false')]
+    buf.close()
+    lines = ['path=%s' % _printable(path), 'bytes=%d' % total, 'seconds=%.3f' % seconds, 'files=%d' % count,
+             'cache=%s' % (cache if count else 'kept'), 'complete=%s' % ('true' if complete and error is None else 'false')]
     if error:
-        lines.append('error=%s' % re.sub(r'[\x00-\x1f\x7f]', ' ', error))
+        lines.append('error=%s' % _printable(error))
     return '\n'.join(lines) + '\n'
 
 

@@ -527,8 +527,11 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'seconds': _num('Time the reading took.', unit='s'),
         'files': _int('Files read (opened).'),
         'mb_per_s': _num('bytes / 10^6 / seconds; null when nothing was timed.', null=True, unit='MB/s'),
-        'cache_dropped': _bool('The kernel was asked to drop each file\'s cached pages before reading it (POSIX_FADV_DONTNEED).'),
-        'complete': _bool('Every file was read within the bounds (the dataset is smaller than they are).'),
+        'cache': _str('How the files were read, the weakest of them: `direct` (O_DIRECT, never through the page cache), '
+                      '`dropped` (their cached pages dropped first: POSIX_FADV_DONTNEED accepted) or `kept` (through '
+                      'whatever the cache held: the figure may be the cache\'s).', choices=('direct', 'dropped', 'kept')),
+        'cache_dropped': _bool('`cache` is `direct` or `dropped`.'),
+        'complete': _bool('Every file was read to its end within the bounds (the dataset is smaller than they are).'),
         'error': _str('The first error (a path that does not exist, a file that cannot be read).', null=True),
     }), 'The `host.storage` paths with `read_mb_s_min`, by path: the files under each read in name order until '
         '`read_max_gib` or `read_max_s`.', probe='storage_read'),

@@ -952,9 +952,11 @@ _READ_KEYS = ('path', 'bytes', 'seconds', 'files', 'cache', 'complete')
 def parse_storage_read(text):
     """Parse the ``key=value`` lines of the bounded read of a path (``_probe.storage_read_text``).
 
-    Returns ``{path, bytes, seconds, files, mb_per_s, cache_dropped, complete, error}``: ``mb_per_s`` is bytes / 10^6 /
-    seconds (None when nothing was timed), ``cache_dropped`` whether the kernel was asked to drop each file's cached
-    pages before it was read, ``complete`` whether every file was read within the bounds, ``error`` the first error
+    Returns ``{path, bytes, seconds, files, mb_per_s, cache, cache_dropped, complete, error}``: ``mb_per_s`` is bytes /
+    10^6 / seconds (None when nothing was timed), ``cache`` how the files were read (``direct``: O_DIRECT, never through
+    the page cache; ``dropped``: their cached pages dropped first; ``kept``: through whatever the cache held; the
+    weakest of the files'), ``cache_dropped`` whether it was ``direct`` or ``dropped``, ``complete`` whether every file
+    was read to its end within the bounds, ``error`` the first error
     (a path that does not exist, a file that cannot be read) or None.
     """
     seen = {}
@@ -968,14 +970,14 @@ def parse_storage_read(text):
         raise ParseError('storage read', 'no %s line' % ', '.join(missing), text)
     if not seen['path'].startswith('/'):
         raise ParseError('storage read', 'path is not absolute: %r' % seen['path'][:100], text)
-    if seen['cache'] not in ('dropped', 'kept') or seen['complete'] not in ('true', 'false'):
-        raise ParseError('storage read', 'cache is dropped or kept, complete true or false', text)
+    if seen['cache'] not in ('direct', 'dropped', 'kept') or seen['complete'] not in ('true', 'false'):
+        raise ParseError('storage read', 'cache is direct, dropped or kept, complete true or false', text)
     size = int_from_text(seen['bytes'], 'storage read', 'bytes', text)
     seconds = float_from_text(seen['seconds'], 'storage read', 'seconds', text, low=0, high=86400)
     return {
         'path': seen['path'], 'bytes': size, 'seconds': seconds,
         'files': int_from_text(seen['files'], 'storage read', 'files', text),
         'mb_per_s': round(size / 1e6 / seconds, 1) if seconds > 0 else None,
-        'cache_dropped': seen['cache'] == 'dropped', 'complete': seen['complete'] == 'true',
+        'cache': seen['cache'], 'cache_dropped': seen['cache'] in ('direct', 'dropped'), 'complete': seen['complete'] == 'true',
         'error': seen.get('error') or None,
     }

@@ -2,6 +2,8 @@
 the profile's ``host.storage`` entries become its ``read_tests`` (``node_validate``)."""
 import os
 
+import pytest
+
 from ansible_collections.xuanwu.cluster.plugins.action import node_validate
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_host import parse_storage_read
@@ -18,7 +20,7 @@ def _tree(tmp_path):
 def test_reads_every_file_in_name_order_without_following_links(tmp_path):
     read = parse_storage_read(_probe.storage_read_text(str(_tree(tmp_path))))
     assert (read['bytes'], read['files'], read['complete'], read['error']) == (8 << 20, 2, True, None)
-    assert read['cache_dropped'] is hasattr(os, 'posix_fadvise') and read['mb_per_s'] > 0
+    assert read['cache'] in ('direct', 'dropped') and read['cache_dropped'] is True and read['mb_per_s'] > 0
 
 
 def test_stops_at_the_byte_bound_exactly(tmp_path):
@@ -73,3 +75,52 @@ def test_the_module_reads_live_and_refuses_a_path_with_a_control_character(tmp_p
     assert (read['bytes'], read['complete'], read['error']) == (6 << 20, False, None)
     refused = run_module(tmp_path, 'node_probe', {'gather': ['host'], 'read_tests': [{'path': '/data\nx'}]})
     assert refused['failed'] and 'read_tests[0].path' in refused['msg']
+
+
+def test_a_read_that_never_answers_is_a_failed_probe_naming_the_path_in_time(monkeypatch, tmp_path):
+    """A read blocked in the kernel (a hung NFS mount; /proc/kmsg blocks the same way) cannot be interrupted: the read
+    runs in a child process that is given read_max_s + the grace, then left; the probe fails naming the path."""
+    import time
+    from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect
+    monkeypatch.setattr(_collect, 'STORAGE_READ_GRACE_SECONDS', 0.5)
+    start = time.monotonic()
+    with pytest.raises(_collect.StorageReadTimeout) as err:
+        _collect.storage_read_text('/data/hung', max_seconds=0.5, reader=lambda *args: time.sleep(60) or '')
+    assert time.monotonic() - start < 3
+    assert str(err.value).endswith('/data/hung: the read gave no answer in 1 s (read_max_s 0.5 + 0.5): a hung mount?')
+    # through the node's runner: the probe fails and says why
+    runner = _probe.LiveRunner(lambda argv: (127, '', ''), lambda name: None, internals={
+        'storage_read:/data/hung': lambda: _collect.storage_read_text('/data/hung', max_seconds=0.5,
+                                                                     reader=lambda *args: time.sleep(60) or '')})
+    out = runner.obtain(_collect.storage_probes(['/data/hung'])[0])
+    assert out.status == 'failed' and 'a hung mount?' in out.stderr
+
+
+def test_one_file_cut_by_the_time_bound_is_not_complete(tmp_path):
+    (tmp_path / 'big.bin').write_bytes(b'z' * (64 << 20))
+    ticks = iter(range(1000))
+    read = parse_storage_read(_probe.storage_read_text(str(tmp_path), max_seconds=3, clock=lambda: next(ticks)))
+    assert read['files'] == 1 and read['bytes'] < 64 << 20 and read['complete'] is False
+
+
+def test_the_cache_state_is_what_was_done(tmp_path, monkeypatch):
+    (tmp_path / 'f.bin').write_bytes(b'q' * (5 << 20))
+    read = parse_storage_read(_probe.storage_read_text(str(tmp_path)))
+    assert read['cache'] in ('direct', 'dropped') and read['cache_dropped'] is True and read['complete'] is True
+    # a file system that refuses O_DIRECT (EINVAL): the pages are dropped instead, and it says so
+    real_open, direct = os.open, getattr(os, 'O_DIRECT', 0)
+
+    def no_direct(name, flags, *args):
+        if direct and flags & direct:
+            raise OSError(22, 'Invalid argument')
+        return real_open(name, flags, *args)
+    monkeypatch.setattr(os, 'open', no_direct)
+    assert parse_storage_read(_probe.storage_read_text(str(tmp_path)))['cache'] == 'dropped'
+    # neither O_DIRECT nor a drop the kernel accepts: "kept", never "dropped"
+    monkeypatch.delattr(os, 'O_DIRECT', raising=False)
+
+    def refuse(*args):
+        raise OSError(22, 'Invalid argument')
+    monkeypatch.setattr(os, 'posix_fadvise', refuse, raising=False)
+    read = parse_storage_read(_probe.storage_read_text(str(tmp_path)))
+    assert (read['cache'], read['cache_dropped'], read['bytes']) == ('kept', False, 5 << 20)
