@@ -160,7 +160,7 @@ def cmd_batch(args, config: Config) -> int:
     spec = parse_batch(data, config, base_dir=os.path.dirname(os.path.abspath(args.file)))
     store = open_store(config)
     # every running job of the store counts against the limit: the batch's own limit is kept by the store
-    executor = _executor(config, store, max(config.max_concurrency, spec.max_concurrency))
+    executor = _executor(config, store)
     resumed = store.find_open_batch(spec.output_dir)
     if resumed is not None:
         print('xuanwu batch: resuming batch %s (unfinished, writing to %s)' % (resumed['id'], spec.output_dir),

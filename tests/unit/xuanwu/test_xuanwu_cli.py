@@ -117,3 +117,21 @@ def test_jobs_lists_newest_first_and_filters_by_status(tmp_path, capsys):
     assert lines[0].endswith('(ansible-playbook exited with 2 (a host failed))')
     assert cli.main(['--config', config, 'jobs', '--status', 'running']) == 0
     assert capsys.readouterr().out == 'no jobs\n'
+
+
+def test_a_batch_above_the_configured_limit_never_runs_more_than_it(tmp_path, capsys):
+    """docs/jobs.md: max_concurrency of the configuration counts every job of the store; a batch's own limit can only
+    lower it. A batch asking for 6 under a configuration of 2 runs 2 at once."""
+    import sys
+    config = tmp_path / 'xuanwu.yml'
+    config.write_text(json.dumps({'data_dir': str(tmp_path / 'home'), 'max_concurrency': 2}))
+    (tmp_path / 'span.py').write_text('import json, sys, time\nstart = time.time()\ntime.sleep(0.6)\n'
+                                      'open(sys.argv[1], "w").write(json.dumps([start, time.time()]))\n')
+    batch = {'output_dir': './out', 'max_concurrency': 6, 'command': '%s span.py {out}' % sys.executable,
+             'task_list': [{'task_id': 't%d' % i, 'params': {'out': str(tmp_path / ('t%d.json' % i))}} for i in range(6)]}
+    path = tmp_path / 'batch.json'
+    path.write_text(json.dumps(batch))
+    assert cli.main(['--config', str(config), 'batch', str(path)]) == 0, capsys.readouterr()
+    spans = [json.loads((tmp_path / ('t%d.json' % i)).read_text()) for i in range(6)]
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _end in spans)
+    assert most == 2, spans
