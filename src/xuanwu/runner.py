@@ -36,7 +36,7 @@ from .config import Config
 from .secure import (job_environment, private_dir, redact_helpers, redact_spec, redact_vars, secret_vars,
                      write_private)
 from .spec import BatchSpec, JobSpec
-from .store import Store, new_id
+from .store import BatchConflict, Store, new_id
 
 PERMANENT, TRANSIENT = 'permanent', 'transient'
 SRC = str(Path(__file__).resolve().parent.parent)
@@ -183,6 +183,10 @@ class Executor:
     def submit_batch(self, batch_spec: BatchSpec) -> str:
         """Store a batch and all its tasks as queued jobs (one transaction); its id. The scheduler runs them."""
         out = private_dir(batch_spec.output_dir)
+        busy = self.store.find_open_batch(str(out))
+        if busy is not None:     # before a task folder is made; create_batch checks again in its transaction
+            raise BatchConflict('output_dir %s is being written by batch %s (%s): wait for it, cancel it, or name '
+                                'another output_dir' % (out, busy['id'], busy['status']))
         jobs = []
         for task in batch_spec.tasks:
             job_id = new_id('j')

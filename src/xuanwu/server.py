@@ -28,6 +28,7 @@ from .metrics import Metrics
 from .secure import private_dir, redact_spec, redact_text
 from .serve_options import DEFAULT_BODY_LIMIT, serve_settings
 from .spec import SpecError, parse_batch, parse_job
+from .store import BatchConflict
 from .webhooks import webhook_job
 
 LOG = logging.getLogger('xuanwu.server')
@@ -502,7 +503,11 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
             if value is not None and not _inside(value, batches_root):
                 metrics.rejected()
                 return _error(422, '%s: resolves outside the service\'s batch folder' % key, key)
-        batch_id = await asyncio.to_thread(_start_batch, spec)
+        try:
+            batch_id = await asyncio.to_thread(_start_batch, spec)
+        except BatchConflict as exc:
+            metrics.rejected()
+            return _error(409, str(exc), 'output_dir')
         return JSONResponse({'batch_id': batch_id, 'status': 'running', 'output_dir': spec.output_dir,
                              'tasks': len(spec.tasks)},
                             status_code=201, headers={'Location': '/api/v1/batches/%s' % batch_id})

@@ -51,6 +51,10 @@ class StoreError(RuntimeError):
     pass
 
 
+class BatchConflict(StoreError):
+    """An unfinished batch already writes to the output folder a new batch names."""
+
+
 def new_id(prefix: str = 'j') -> str:
     return '%s-%s' % (prefix, secrets.token_hex(6))
 
@@ -295,6 +299,13 @@ class Store:
         batch_id = batch_id or new_id('b')
         now = time.time()
         with self.transaction() as conn:
+            if output_dir is not None:
+                # in the same transaction: two batches posted at once cannot both take the folder
+                busy = conn.execute("SELECT id, status FROM batches WHERE output_dir = ? AND status IN ('running', "
+                                    "'cancelling', 'finishing') ORDER BY created DESC", (output_dir,)).fetchone()
+                if busy is not None:
+                    raise BatchConflict('output_dir %s is being written by batch %s (%s): wait for it, cancel it, or '
+                                        'name another output_dir' % (output_dir, busy[0], busy[1]))
             conn.execute('INSERT INTO batches (id, name, spec, status, created, output_dir, max_concurrency) '
                          'VALUES (?, ?, ?, ?, ?, ?, ?)',
                          (batch_id, name, json.dumps(spec), 'running', now, output_dir, max_concurrency))

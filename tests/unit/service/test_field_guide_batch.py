@@ -214,3 +214,19 @@ def test_an_input_file_named_like_the_summary_is_a_task_of_another_id(service):
     assert [t['task_id'] for t in batch['summary']['tasks']] == ['a.txt', 'summary.json-2']
     summary = json.loads((service['batches'] / 'named-out' / 'summary.json').read_text())
     assert summary['status'] == 'succeeded' and len(summary['tasks']) == 2
+
+
+def test_a_second_batch_into_an_output_dir_a_running_one_writes_is_refused(service):
+    slow = {'output_dir': 'same', 'task_list': [{'task_id': 't1', 'params': {}}],
+            'command': '%s -c "import time; time.sleep(2)"' % sys.executable}
+    first = _post(service, '/api/v1/batches', slow)
+    assert first.status_code == 201
+    first_id = first.json()['batch_id']
+    second = _post(service, '/api/v1/batches', dict(slow, task_list=[{'task_id': 'other', 'params': {}}]))
+    assert second.status_code == 409 and second.json()['field'] == 'output_dir'
+    assert 'is being written by batch %s (running)' % first_id in second.json()['detail']
+    batch = _final_batch(service, first_id)
+    assert batch['status'] == 'succeeded' and [t['task_id'] for t in batch['summary']['tasks']] == ['t1']
+    assert not (service['batches'] / 'same' / 'other').exists()
+    # once it has ended, the folder may be written again (a new run of the same batch)
+    assert _post(service, '/api/v1/batches', slow).status_code == 201
