@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -37,6 +38,18 @@ from .secure import (job_environment, private_dir, redact_helpers, redact_spec, 
                      write_private)
 from .spec import BatchSpec, JobSpec
 from .store import BatchConflict, Store, new_id
+
+# A job's end that cannot be recorded because the disk is full is tried again, from this delay up to that one.
+RECORD_RETRY_FIRST_SEC = 1.0
+RECORD_RETRY_MAX_SEC = 30.0
+
+
+def disk_full(err: BaseException) -> bool:
+    """True for the errors of a full disk or quota: SQLite's "database or disk is full", ENOSPC, EDQUOT."""
+    import errno
+    if isinstance(err, sqlite3.OperationalError):
+        return 'full' in str(err).lower()
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
 
 PERMANENT, TRANSIENT = 'permanent', 'transient'
 SRC = str(Path(__file__).resolve().parent.parent)
@@ -340,12 +353,23 @@ class Executor:
         proctree.kill_tree(None, job['mark'], None, 0)     # whatever did start of it
         with self._lock:
             self._running.pop(job['id'], None)
-        self.store.add_attempt_if_missing(job['id'], n, str(self._adir(job['id'], n)))
         reason = 'the attempt could not be started: %s' % error.strip().splitlines()[-1]
-        self.store.finish_attempt(job['id'], n, None, 'failed', TRANSIENT, error)
-        self._after_attempt(job['id'], n, int(job['max_attempts']),
-                            {'status': 'failed', 'error_class': TRANSIENT, 'reason': reason, 'rc': None,
-                             'error': error})
+
+        def record():
+            self.store.add_attempt_if_missing(job['id'], n, str(self._adir(job['id'], n)))
+            self.store.finish_attempt(job['id'], n, None, 'failed', TRANSIENT, error)
+            self._after_attempt(job['id'], n, int(job['max_attempts']),
+                                {'status': 'failed', 'error_class': TRANSIENT, 'reason': reason, 'rc': None,
+                                 'error': error})
+        try:
+            record()
+        except (sqlite3.OperationalError, OSError) as err:
+            if not disk_full(err):
+                raise
+            # a full disk (the launch failed for it too): recorded once space returns, by a thread of its own, so
+            # that the scheduler goes on watching the other jobs meanwhile
+            threading.Thread(target=self._until_written, args=(record, job['id']), daemon=True,
+                             name='xuanwu-record-%s' % job['id']).start()
 
     def _adir(self, job_id: str, n: int) -> Path:
         return Path(self.config.data_dir) / 'jobs' / job_id / ('attempt-%d' % n)
@@ -467,21 +491,7 @@ class Executor:
                 att.proc.wait()
             self._events(att)
             result = self._classify(att)
-            self.store.finish_attempt(att.job_id, att.n, result['rc'], result['status'], result['error_class'],
-                                      result['error'])
-            att.record.update(finished=time.time(), status=result['status'], rc=result['rc'],
-                              error_class=result['error_class'], reason=result['reason'], error=result['error'],
-                              report=result.get('report'), slurm_job_id=result.get('slurm_job_id'),
-                              ran_on=result.get('ran_on'))
-            self._write_record(att.adir, att.record)
-            if result.get('report') or result.get('slurm_job_id') or result.get('ran_on'):
-                job = self.store.get_job(att.job_id, with_attempts=False)
-                info = dict(job.get('info') or {})
-                info.update({k: result[k] for k in ('report', 'slurm_job_id', 'ran_on') if result.get(k)})
-                self.store.update_job(att.job_id, info=info)
-            self._state(att.job_id, 'attempt_finished', attempt=att.n, attempt_status=result['status'],
-                        rc=result['rc'], error_class=result['error_class'])
-            self._after_attempt(att.job_id, att.n, att.max_attempts, result)
+            self._until_written(lambda: self._record_end(att, result), att.job_id)
         except Exception:   # a bug must not leave the job running forever: fail it with the stack
             error = traceback.format_exc()
             if self.store.finish_job(att.job_id, 'failed', reason='internal error of the executor',
@@ -491,6 +501,41 @@ class Executor:
             with self._lock:
                 self._running.pop(att.job_id, None)
             self._wake.set()
+
+    def _until_written(self, write: Callable[[], None], job_id: str) -> None:
+        """``write()``, again and again while the disk is full (the store or a record cannot be written): the job's end
+        is recorded once space returns, never lost and never left running. Other errors are raised."""
+        delay = RECORD_RETRY_FIRST_SEC
+        while True:
+            try:
+                write()
+                return
+            except (sqlite3.OperationalError, OSError) as err:
+                if not disk_full(err) or self._stop.is_set():
+                    raise
+                sys.stderr.write('xuanwu: job %s ended but cannot be recorded (%s); trying again in %g s\n'
+                                 % (job_id, err, delay))
+                time.sleep(delay)
+                delay = min(delay * 2, RECORD_RETRY_MAX_SEC)
+
+    def _record_end(self, att: _Attempt, result: dict) -> None:
+        """Record an attempt's end in the store and its job.json, then retry it or finish the job; every step may be
+        done again (after a full disk) without effect."""
+        self.store.finish_attempt(att.job_id, att.n, result['rc'], result['status'], result['error_class'],
+                                  result['error'])
+        att.record.update(finished=time.time(), status=result['status'], rc=result['rc'],
+                          error_class=result['error_class'], reason=result['reason'], error=result['error'],
+                          report=result.get('report'), slurm_job_id=result.get('slurm_job_id'),
+                          ran_on=result.get('ran_on'))
+        self._write_record(att.adir, att.record)
+        if result.get('report') or result.get('slurm_job_id') or result.get('ran_on'):
+            job = self.store.get_job(att.job_id, with_attempts=False)
+            info = dict(job.get('info') or {})
+            info.update({k: result[k] for k in ('report', 'slurm_job_id', 'ran_on') if result.get(k)})
+            self.store.update_job(att.job_id, info=info)
+        self._state(att.job_id, 'attempt_finished', attempt=att.n, attempt_status=result['status'],
+                    rc=result['rc'], error_class=result['error_class'])
+        self._after_attempt(att.job_id, att.n, att.max_attempts, result)
 
     def _after_attempt(self, job_id: str, n: int, max_attempts: int, result: dict) -> None:
         if result['status'] == 'cancelled':

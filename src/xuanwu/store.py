@@ -118,7 +118,12 @@ class Store:
                 yield conn
                 conn.execute('COMMIT')
             except BaseException:
-                conn.execute('ROLLBACK')
+                # SQLite may have rolled back already (a full disk fails the COMMIT and ends the transaction): a
+                # ROLLBACK that fails must not hide the error that made it necessary
+                try:
+                    conn.execute('ROLLBACK')
+                except sqlite3.Error:
+                    pass
                 raise
 
     @staticmethod
