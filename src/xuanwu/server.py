@@ -54,6 +54,13 @@ class BodyError(Exception):
         self.field = field
 
 
+def log_safe(text, limit: int = 512) -> str:
+    """A client's text for one log line: control characters (newlines, ESC, DEL, C1) shown as \\xNN, cut to ``limit``."""
+    text = str(text)
+    shown = re.sub('[\x00-\x1f\x7f-\x9f]', lambda m: '\\x%02x' % ord(m.group(0)), text[:limit])
+    return shown + ('...' if len(text) > limit else '')
+
+
 def _error(status: int, message: str, field: str | None = None, headers=None) -> JSONResponse:
     body = {'detail': message}
     if field:
@@ -246,7 +253,8 @@ class Guard:
                 await self.app(scope, receive, send_logged)
         finally:
             client = scope.get('client') or ('-', 0)
-            LOG.info('%s %s %s %d %.1fms', client[0], scope['method'], scope['path'], status['code'],
+            # the path is the client's: %0a, escape bytes and other controls would forge lines or colours in the log
+            LOG.info('%s %s %s %d %.1fms', client[0], log_safe(scope['method']), log_safe(scope['path']), status['code'],
                      (time.monotonic() - started) * 1000)
 
     def _refuse(self, scope):

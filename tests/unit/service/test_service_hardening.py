@@ -189,3 +189,21 @@ def test_webhook_secret_of_the_configuration_needs_a_private_file(tmp_path):
     os.chmod(path, 0o600)
     assert serve_settings(_args(), environ={'XUANWU_API_TOKEN': TOKEN},
                           config=Config.load(str(path)))['webhook_secret'] == 'hook-secret-0123456789'
+
+
+def test_a_request_path_cannot_forge_or_colour_lines_of_the_service_log(guarded, caplog):
+    """An unauthenticated request whose path holds %0a and escape bytes: one log line, the controls shown as \\xNN."""
+    import logging
+    caplog.set_level(logging.INFO, logger='xuanwu.server')
+    conn = socket.create_connection(guarded, timeout=5)
+    conn.sendall(b'GET /api/v1/jobs%0a2026-12-06%2000:00:00%20INFO%20job%20j-1%20succeeded%1b[31m HTTP/1.1\r\n'
+                 b'Host: x\r\nConnection: close\r\n\r\n')
+    while conn.recv(4096):
+        pass
+    conn.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not [r for r in caplog.records if 'INFO job' in r.getMessage()]:
+        time.sleep(0.05)
+    lines = [r.getMessage() for r in caplog.records if 'INFO job' in r.getMessage()]
+    assert len(lines) == 1 and '\n' not in lines[0] and '\x1b' not in lines[0], lines
+    assert '/api/v1/jobs\\x0a2026-12-06 00:00:00 INFO job j-1 succeeded\\x1b[31m 401' in lines[0]
