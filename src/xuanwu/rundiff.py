@@ -10,6 +10,7 @@ Only the standard library, and nothing else of the package: the script imports t
 
 import json
 import os
+import re
 
 
 # the launch kit of a run (plugins/plugin_utils/_launch_kit.py): its folder, its manifest and the run's note about it
@@ -23,6 +24,32 @@ DIAGNOSTIC_ENV = frozenset(('NCCL_DEBUG', 'NCCL_DEBUG_SUBSYS', 'NCCL_DEBUG_FILE'
 # launch settings of a kit that count when they differ (the others follow the hosts: listed only)
 KIT_LAUNCH_COUNTED = ('mpirun', 'mpirun_args', 'python')
 KIT_LAUNCH_LISTED = ('nproc_per_node', 'master_addr', 'master_port', 'rdzv_endpoint')
+
+
+# A run record or a kit nests a few levels; anything deeper is not one (and would exhaust the recursion of _flat).
+MAX_DEPTH = 32
+_CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
+
+
+def printable(text):
+    """``text`` for a terminal: control characters other than newline and tab (an escape sequence a kit carries
+    would move the cursor or recolour it) shown as \\xNN."""
+    return _CONTROL.sub(lambda m: '\\x%02x' % ord(m.group(0)), text)
+
+
+def _depth(value, limit=MAX_DEPTH + 1):
+    """How deep ``value`` nests (lists and mappings), counted no further than ``limit``."""
+    depth, level = 0, [value]
+    while level and depth < limit:
+        depth += 1
+        nested = []
+        for item in level:
+            if isinstance(item, dict):
+                nested.extend(item.values())
+            elif isinstance(item, list):
+                nested.extend(item)
+        level = [item for item in nested if isinstance(item, (dict, list))]
+    return depth
 
 
 class RunDiffError(Exception):
@@ -42,6 +69,10 @@ def _load(folder, name, required):
         raise RunDiffError('%s: cannot read %s: %s' % (folder, name, err.strerror or err))
     except ValueError as err:
         raise RunDiffError('%s: %s is not valid JSON: %s' % (folder, name, err))
+    except RecursionError:
+        raise RunDiffError('%s: %s is nested too deeply to be a run record or launch kit' % (folder, name))
+    if _depth(data) > MAX_DEPTH:
+        raise RunDiffError('%s: %s is nested deeper than %d levels: not a run record or launch kit' % (folder, name, MAX_DEPTH))
     if not isinstance(data, dict):
         raise RunDiffError('%s: %s is not a JSON object' % (folder, name))
     return data
@@ -411,7 +442,7 @@ def main(argv, out, err):
     try:
         result = diff(load_run(args[0]), load_run(args[1]), tolerance)
     except RunDiffError as error:
-        err.write('xuanwu-run-diff: %s\n' % error)
+        err.write('xuanwu-run-diff: %s\n' % printable(str(error)))
         return 2
-    out.write(json.dumps(result, indent=2, sort_keys=True) + '\n' if as_json else render_text(result))
+    out.write(json.dumps(result, indent=2, sort_keys=True) + '\n' if as_json else printable(render_text(result)))
     return 1 if result['differences'] else 0

@@ -276,3 +276,29 @@ def test_a_partial_kit_and_its_run_folder_are_the_same(kits):
     _a, b = kits
     rc, out, err = command(b, os.path.join(b, lk.KIT_DIR))
     assert (rc, err) == (0, '') and out.endswith('no difference\n'), out
+
+
+def test_a_deeply_nested_kit_is_refused_with_a_message(tmp_path):
+    for name, text in (('deep', '{"env": {}, "x": ' + '[' * 100000 + ']' * 100000 + '}'),
+                       ('forty', '{"env": {}, "x": ' + '[' * 40 + ']' * 40 + '}')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / 'kit.json').write_text(text)
+        rc, out, err = command(str(tmp_path / name), str(tmp_path / name))
+        assert (rc, out) == (2, '') and 'nested' in err and 'Traceback' not in err, err
+
+
+def test_escape_sequences_a_kit_carries_are_shown_not_sent_to_the_terminal(tmp_path, facts_versions):
+    nodes = {'n1': kit_node('n1', facts_versions, ENV)}
+    a = make_validation(str(tmp_path / 'a'), 'r', nodes)
+    b = make_validation(str(tmp_path / 'b'), 'r2', nodes)
+    # the kit builder leaves such values out; a kit.json written by hand (or by someone else) may hold them
+    path = os.path.join(b, lk.KIT_DIR, 'kit.json')
+    with open(path) as handle:
+        kit = json.load(handle)
+    kit['env']['NCCL_ALGO'] = '\x1b[2J\x1b]0;owned\x07Ring'
+    with open(path, 'w') as handle:
+        json.dump(kit, handle)
+    rc, out, err = command(a, b)
+    assert rc == 1, err
+    assert '\x1b' not in out and '\x07' not in out
+    assert 'NCCL_ALGO=\\x1b[2J\\x1b]0;owned\\x07Ring' in out
