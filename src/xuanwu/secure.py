@@ -56,12 +56,17 @@ def redact_spec(spec: dict | None) -> dict | None:
     if not spec:
         return spec
     out = dict(spec)
+    # a batch template's secret-named parameter (db_password) is in the env (XUANWU_PARAM_DB_PASSWORD) and, filled
+    # in, in the command line and argv: its value is masked wherever it appears
+    hidden = redact_helpers.secret_values(out.get('env') or {}) + redact_helpers.secret_values(out.get('params') or {})
     if out.get('extra_vars'):
         out['extra_vars'] = redact_vars(out['extra_vars'])
     if out.get('env'):
         out['env'] = redact_helpers.redact_env(out['env'])
     if out.get('command'):
-        out['command'] = redact_helpers.redact_text(out['command'])
+        out['command'] = redact_helpers.redact_text(out['command'], hidden)
+    if isinstance(out.get('argv'), list):
+        out['argv'] = [redact_helpers.redact_text(a, hidden) if isinstance(a, str) else a for a in out['argv']]
     if out.get('params'):
         out['params'] = redact_vars(out['params'])
     return out

@@ -230,3 +230,19 @@ def test_a_second_batch_into_an_output_dir_a_running_one_writes_is_refused(servi
     assert not (service['batches'] / 'same' / 'other').exists()
     # once it has ended, the folder may be written again (a new run of the same batch)
     assert _post(service, '/api/v1/batches', slow).status_code == 201
+
+
+def test_a_secret_named_template_parameter_is_masked_in_every_record(service):
+    secret = 'hunter2-s3cret-value'
+    body = {'output_dir': 'secret-param', 'command': '%s -c "import sys; sys.exit(0)" {db_password}' % sys.executable,
+            'task_list': [{'task_id': 't1', 'params': {'db_password': secret}}]}
+    batch_id = _post(service, '/api/v1/batches', body).json()['batch_id']
+    batch = _final_batch(service, batch_id)
+    assert batch['status'] == 'succeeded', batch
+    job_id = batch['summary']['tasks'][0]['job_id']
+    job = requests.get('%s/api/v1/jobs/%s' % (service['base'], job_id), headers=AUTH, timeout=10).json()
+    shown = json.dumps(job) + json.dumps(batch)
+    shown += (service['batches'] / 'secret-param' / 'summary.json').read_text()
+    shown += (service['batches'] / 'secret-param' / 't1' / 'job.json').read_text()
+    assert secret not in shown
+    assert '***' in json.dumps(job['spec']['argv']) and '***' in job['spec']['command']
