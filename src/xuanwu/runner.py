@@ -51,6 +51,7 @@ def disk_full(err: BaseException) -> bool:
         return 'full' in str(err).lower()
     return isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
 
+
 PERMANENT, TRANSIENT = 'permanent', 'transient'
 SRC = str(Path(__file__).resolve().parent.parent)
 POLL = 0.1

@@ -89,6 +89,7 @@ def test_a_read_that_never_answers_is_a_failed_probe_naming_the_path_in_time(mon
     assert time.monotonic() - start < 3
     assert str(err.value).endswith('/data/hung: the read gave no answer in 1 s (read_max_s 0.5 + 0.5): a hung mount?')
     # through the node's runner: the probe fails and says why
+
     def hung():
         return _collect.storage_read_text('/data/hung', max_seconds=0.5, reader=lambda *args: time.sleep(60) or '')
     runner = _probe.LiveRunner(lambda argv: (127, '', ''), lambda name: None, internals={'storage_read:/data/hung': hung})
