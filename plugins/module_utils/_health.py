@@ -348,17 +348,11 @@ def which(name, search_dirs):
 
 # ------------------------------------------------------------------------------------------------ the collector
 
-def mode_probes(mode, amd=False):
-    """The probes of ``mode`` in the order they run: _collect's own Probe objects."""
+def mode_probes(mode, amd=False, disk_paths=('/',)):
+    """The probes of ``mode`` in the order they run: _collect's own Probe objects (``df`` of ``disk_paths``)."""
     wanted = PROBES[mode] + (AMD_PROBES if amd and 'nvidia_query_gpu' in PROBES[mode] else ())
-    table = dict((p.key, p) for p in _collect.base_probes() + _collect.amd_probes())
+    table = dict((p.key, p) for p in _collect.base_probes(tuple(disk_paths)) + _collect.amd_probes())
     return [table[key] for key in wanted if key in table]
-
-
-def _tool(probe, alternative):
-    if alternative.argv:
-        return os.path.basename(alternative.argv[0])
-    return None
 
 
 class CollectorRunner(_collect.LiveRunner):
@@ -441,10 +435,8 @@ def collector(config, mode, write, clock=time.monotonic, deadline=None, runner=N
     if patterns is None:
         patterns = ((config['profile'].get('host') or {}).get('leftover_process_patterns'))
     done = []
-    for probe in mode_probes(mode, amd=amd and not getattr(runner, 'replay', False) or (
-            getattr(runner, 'replay', False) and any(k.startswith('amd_') for k in runner.keys()))):
-        if probe.key == 'disks':
-            probe = [p for p in _collect.base_probes(tuple(probe_cfg['disk_paths'])) if p.key == 'disks'][0]
+    # a capture bundle's runner has the AMD tools where it holds AMD probes (HeldRunner.has_tool)
+    for probe in mode_probes(mode, amd=amd, disk_paths=probe_cfg['disk_paths']):
         write({'step': probe.key})
         started = clock()
         out = runner.obtain(probe)
@@ -577,12 +569,10 @@ def judge(config, mode, records, unknown, kernel_mark=None, job_running=None):
         status = 'fail'
     elif unknown:
         status = 'unknown'
-    elif status == 'fail':
-        status = 'warn'     # fail_on: a fail finding below it cannot be; kept for clarity
     # in the order the probes ran: the one that hung first, then those not started after it
     unknown_list = [{'probe': key, 'error': why} for key, why in unknown.items()]
     return {'status': status, 'findings': findings, 'failing': failing, 'not_applicable': not_applicable,
-            'unknown': unknown_list, 'probes': sorted(ran), 'facts_gpu_count': (facts.get('gpu') or {}).get('count')}, mark
+            'unknown': unknown_list, 'probes': sorted(ran)}, mark
 
 
 def _finding_text(finding):
@@ -1070,7 +1060,6 @@ def run(config, mode, act=True, clock=time.monotonic, now=time.time, fork=True, 
                    finished_epoch=now(), seconds=round(seconds, 3), line=line, exit_code=STATUS_EXIT[status],
                    boot_id=boot, kernel_mark=new_mark if new_mark else mark, probe_seconds=timings, slurm=slurm_doc,
                    job_id=job_id, **counters)
-        doc.pop('facts_gpu_count', None)
         if capture_error:
             doc['capture_error'] = capture_error
         if previous.get('state_error'):
@@ -1105,8 +1094,6 @@ def _still(verdict, keep):
     out = dict(verdict, findings=findings, failing=failing)
     if not failing:
         out['status'] = 'unknown' if verdict['unknown'] else _findings.status_of(findings)
-        if out['status'] == 'fail':
-            out['status'] = 'warn'
     return out
 
 

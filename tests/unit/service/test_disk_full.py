@@ -12,6 +12,18 @@ from xuanwu.spec import parse_job
 from xuanwu.store import Store
 
 
+def full_store(monkeypatch, store, failures):
+    """``store.finish_attempt`` fails as SQLite does on a full disk, ``failures['store']`` times, then writes."""
+    real = store.finish_attempt
+
+    def finish_attempt(*args, **kwargs):
+        if failures['store']:
+            failures['store'] -= 1
+            raise sqlite3.OperationalError('database or disk is full')
+        return real(*args, **kwargs)
+    monkeypatch.setattr(store, 'finish_attempt', finish_attempt)
+
+
 def test_a_failed_commit_is_not_hidden_by_its_rollback(tmp_path):
     store = Store(tmp_path / 'jobs.db')
     with pytest.raises(sqlite3.OperationalError, match='database or disk is full'):
@@ -34,21 +46,15 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_once_space_returns(tmp_path,
     cfg = config(tmp_path)
     store = Store(cfg.data_dir / 'jobs.db')
     executor = Executor(cfg, store, 2, serve_all=False)
-    real_finish, real_record = store.finish_attempt, Executor._write_record
+    real_record = Executor._write_record
     failures = {'store': 3, 'record': 2}
-
-    def finish_attempt(*args, **kwargs):
-        if failures['store']:
-            failures['store'] -= 1
-            raise sqlite3.OperationalError('database or disk is full')
-        return real_finish(*args, **kwargs)
+    full_store(monkeypatch, store, failures)
 
     def write_record(adir, record):
         if failures['record'] and 'finished' in record:     # the attempt's job.json at its end
             failures['record'] -= 1
             raise OSError(errno.ENOSPC, 'No space left on device')
         return real_record(adir, record)
-    monkeypatch.setattr(store, 'finish_attempt', finish_attempt)
     monkeypatch.setattr(Executor, '_write_record', staticmethod(write_record))
     try:
         job = executor.wait(executor.submit(parse_job({'name': 'full', 'nodes': ['localhost'], 'command': 'true'}, cfg)),
@@ -64,21 +70,15 @@ def test_a_job_that_cannot_start_on_a_full_disk_is_recorded_and_retried_once_spa
     cfg = config(tmp_path)
     store = Store(cfg.data_dir / 'jobs.db')
     executor = Executor(cfg, store, 2, serve_all=False)
-    real_finish, real_record = store.finish_attempt, Executor._write_record
+    real_record = Executor._write_record
     failures = {'start': 1, 'store': 2}
+    full_store(monkeypatch, store, failures)
 
     def write_record(adir, record):
         if failures['start'] and 'finished' not in record:
             failures['start'] -= 1
             raise OSError(errno.ENOSPC, 'No space left on device')     # the attempt's job.json at its start
         return real_record(adir, record)
-
-    def finish_attempt(*args, **kwargs):
-        if failures['store']:
-            failures['store'] -= 1
-            raise sqlite3.OperationalError('database or disk is full')
-        return real_finish(*args, **kwargs)
-    monkeypatch.setattr(store, 'finish_attempt', finish_attempt)
     monkeypatch.setattr(Executor, '_write_record', staticmethod(write_record))
     try:
         job = executor.wait(executor.submit(parse_job({'name': 'start-full', 'nodes': ['localhost'], 'command': 'true',
