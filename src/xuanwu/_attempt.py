@@ -69,7 +69,12 @@ def main(argv) -> int:
     except Exception:   # the attempt could not run what it should: recorded, with its stack, in exit.json
         out = {'rc': 250, 'error': traceback.format_exc(), 'launch_error': True}
     out.update(started=started, finished=time.time(), pid=os.getpid())
-    _write_exit(adir, out)
+    try:
+        _write_exit(adir, out)
+    except OSError as err:
+        # a full disk: the executor finds exit.json.tmp without exit.json and says so (``runner.unwritten_result``)
+        sys.stderr.write('xuanwu: the result of this attempt could not be written: %s\n' % err)
+        return 1
     return out['rc'] if isinstance(out.get('rc'), int) and 0 <= out['rc'] < 256 else 1
 
 

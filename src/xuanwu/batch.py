@@ -4,7 +4,8 @@ one log folder per task and a summary at the end.
 A batch and all its tasks are stored at once (``Executor.submit_batch``); the scheduler of whichever
 process serves the store (``xuanwu serve``, or ``xuanwu batch`` run again on the same file) runs them,
 never more than the batch's ``max_concurrency`` at once, and writes the summary exactly once when the
-last task is final (``write_summary``).
+last task is final (``write_summary``, in a thread of its own: copying gigabytes of task folders must not
+hold the scheduler).
 
 ``output_dir/<task_id>/`` holds ``job.json`` (task id, job id, nodes, timestamps, every attempt with its
 error) and a copy of every attempt's folder (``attempt-<n>/``: the attempt's job.json, output.log,
@@ -21,11 +22,16 @@ import threading
 import time
 from pathlib import Path
 
-from . import FINAL_STATES
+from . import FINAL_STATES, _failpoint
 from .secure import private_dir, redact_spec, write_private
 from .spec import BatchSpec
 
 POLL = 0.2
+
+
+class Interrupted(Exception):
+    """The scheduler writing a summary stops: the batch stays ``finishing`` and the next scheduler writes it (copying
+    a folder again is harmless)."""
 
 
 def _write_json(path: Path, data) -> None:
@@ -41,11 +47,21 @@ def _kind(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode) else 'a special file'
 
 
-def copy_attempt(source: str, target: Path) -> list:
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Interrupted('the scheduler stops')
+
+
+def copy_attempt(source: str, target: Path, stop: threading.Event | None = None) -> list:
     """Copy an attempt's folder: regular files, folders and symbolic links (as links). A FIFO, a socket or a device
     that a task left there is not opened (reading a FIFO blocks until someone writes it: the batch would never end);
-    each is named in the list returned (``path (kind)``), which job.json keeps."""
+    each is named in the list returned (``path (kind)``), which job.json keeps. ``stop`` set: Interrupted before the
+    next file."""
     skipped = []
+
+    def copy(src, dst, **kwargs):
+        _check(stop)    # not an OSError: copytree lets it through at once instead of collecting it
+        return shutil.copy2(src, dst, **kwargs)
 
     def ignore(folder, names):
         left = []
@@ -60,11 +76,11 @@ def copy_attempt(source: str, target: Path) -> list:
                 skipped.append('%s (%s)' % (os.path.relpath(path, source), kind))
         return left
 
-    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=ignore)
+    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=ignore, copy_function=copy)
     return skipped
 
 
-def _collect(task_id: str, job: dict, folder: Path) -> dict:
+def _collect(task_id: str, job: dict, folder: Path, stop: threading.Event | None = None) -> dict:
     """Copy the job's attempt folders into the task's folder and write its job.json; the summary entry."""
     private_dir(folder)
     attempts = job.get('attempt_list') or []
@@ -73,7 +89,7 @@ def _collect(task_id: str, job: dict, folder: Path) -> dict:
         source = attempt.get('artifact_dir')
         if source and os.path.isdir(source):
             target = folder / ('attempt-%d' % attempt['n'])
-            not_copied += ['attempt-%d/%s' % (attempt['n'], path) for path in copy_attempt(source, target)]
+            not_copied += ['attempt-%d/%s' % (attempt['n'], path) for path in copy_attempt(source, target, stop)]
     last_error = next((a.get('error') for a in reversed(attempts) if a.get('error')), None)
     spec = redact_spec(job.get('spec') or {})
     entry = {
@@ -94,9 +110,10 @@ def _collect(task_id: str, job: dict, folder: Path) -> dict:
     return entry
 
 
-def write_summary(store, batch_id: str) -> dict:
+def write_summary(store, batch_id: str, owner: str | None = None, stop: threading.Event | None = None) -> dict:
     """Collect every task of a batch whose jobs are all final, write ``summary.json`` and make the batch final.
-    Called by the one scheduler that claimed the batch's end (Store.claim_batch_end)."""
+    Called by the one scheduler that claimed the batch's end (Store.claim_batch_end), ``owner``: the batch is made
+    final only while it still is that scheduler's. ``stop`` set: Interrupted, the batch left ``finishing``."""
     batch = store.get_batch(batch_id)
     spec = batch['spec']
     out = private_dir(batch['output_dir'])
@@ -104,7 +121,8 @@ def write_summary(store, batch_id: str) -> dict:
     tasks = []
     for task in spec['tasks']:
         job = jobs[task['task_id']]
-        tasks.append(_collect(task['task_id'], job, out / task['task_id']))
+        _check(stop)
+        tasks.append(_collect(task['task_id'], job, out / task['task_id'], stop))
     counts = {state: sum(1 for t in tasks if t['status'] == state) for state in FINAL_STATES}
     cancel_requested = bool((batch.get('summary') or {}).get('cancel_requested'))
     status = 'succeeded' if counts['succeeded'] == len(tasks) else ('cancelled' if cancel_requested else 'failed')
@@ -113,8 +131,10 @@ def write_summary(store, batch_id: str) -> dict:
                'started': started, 'finished': time.time(), 'output_dir': str(out),
                'max_concurrency': spec['max_concurrency'], 'retry_count': spec['retry_count'],
                'timeout_sec': spec['timeout_sec'], 'counts': counts, 'tasks': tasks}
+    _check(stop)
+    _failpoint.hit('summary')
     _write_json(out / 'summary.json', summary)
-    store.update_batch(batch_id, status, summary)
+    store.update_batch(batch_id, status, summary, owner=owner)
     return summary
 
 

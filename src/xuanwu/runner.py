@@ -8,7 +8,8 @@ of the store run (whoever runs them; a batch also has its own limit), watches it
 over the jobs and batches of a scheduler process that died (``owner``: pid and start time): a job whose
 attempt process still runs is watched again, any other has its whole tree stopped before it is
 failed or retried. Every such move is one conditional UPDATE of the store, so exactly one process
-makes it.
+makes it. A batch's summary (a copy of every task's folders) is written by a thread of its own, so that
+the scheduler goes on starting, watching, timing out and cancelling the other jobs meanwhile.
 
 Layout of a job: ``<data_dir>/jobs/<job_id>/attempt-<n>/`` holds ``attempt.json`` (what runs),
 ``job.json`` (task id, nodes, timestamps, result, full error), ``output.log`` (the attempt process),
@@ -31,31 +32,53 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from . import FINAL_STATES, commands, proctree
+from . import FINAL_STATES, _failpoint, commands, proctree
 from .batch import write_summary
 from .config import Config
 from .secure import (job_environment, private_dir, redact_helpers, redact_spec, redact_vars, secret_vars,
                      write_private)
 from .spec import BatchSpec, JobSpec
-from .store import BatchConflict, Store, new_id
+from .store import BatchConflict, Store, disk_full, new_id
 
 # A job's end that cannot be recorded because the disk is full is tried again, from this delay up to that one.
 RECORD_RETRY_FIRST_SEC = 1.0
 RECORD_RETRY_MAX_SEC = 30.0
+# A batch summary that could not be written (a full disk, a folder it cannot read) is tried again, from this delay up to
+# that one; the batch stays 'finishing' meanwhile.
+SUMMARY_RETRY_FIRST_SEC = 2.0
+SUMMARY_RETRY_MAX_SEC = 120.0
 
 
-def disk_full(err: BaseException) -> bool:
-    """True for the errors of a full disk or quota: SQLite's "database or disk is full", ENOSPC, EDQUOT."""
-    import errno
-    if isinstance(err, sqlite3.OperationalError):
-        return 'full' in str(err).lower()
-    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
+def free_bytes(path) -> int | None:
+    """Bytes free for this user on the file system of ``path``; None when it cannot be read."""
+    try:
+        st = os.statvfs(str(path))
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def unwritten_result(adir: Path) -> str | None:
+    """Why an attempt that ended left no exit.json, when it says so: it began to write it (exit.json.tmp is there)
+    and could not finish, which is a full disk (or quota) in practice. None when there is no such sign."""
+    if (adir / 'exit.json').exists() or not (adir / 'exit.json.tmp').exists():
+        return None
+    free = free_bytes(adir)
+    state = ('the disk is full: %d bytes free there now' % free if free is not None and free < 1024 * 1024
+             else 'the disk was full or over quota: %s bytes free there now' % free)
+    return ('the attempt ended but could not write its result (%s); whether its work succeeded is unknown: '
+            'look at %s' % (state, adir))
 
 
 PERMANENT, TRANSIENT = 'permanent', 'transient'
 SRC = str(Path(__file__).resolve().parent.parent)
 POLL = 0.1
 ADOPT_EVERY = 1.0
+# Empty cgroups of attempts that no running job has are looked for this often (and when the scheduler recovers).
+CGROUP_SWEEP_EVERY = 60.0
+# An empty attempt cgroup of a job this store does not know (a service of another data dir in the same cgroup) is
+# removed only this long after it was made: that service may be about to move its attempt into it.
+FOREIGN_CGROUP_SEC = 600.0
 SECRET_VARS = 'secret-vars.json'
 # Schedulers of this process that run (their owner ids); a shut-down one is dead for the others.
 _LIVE_OWNERS: set = set()
@@ -145,6 +168,9 @@ class Executor:
         self._scope_batches: set = set()
         self._last_adopt = 0.0
         self._last_batches = 0.0
+        self._last_cgroups = 0.0
+        self._summaries: dict = {}          # batch id: the thread writing its summary (one at a time)
+        self._summary_retry: dict = {}      # batch id: (monotonic time of its next try, delay) after a failed one
 
     # events
     def on_event(self, callback: Callable[[str, dict], None]) -> None:
@@ -187,6 +213,7 @@ class Executor:
         if max_attempts is None:
             max_attempts = int(getattr(spec, 'retry_count', 0) or 0) + 1
         job_id = new_id('j')
+        _failpoint.hit('submit')
         self.store.create_job(self._stored_spec(job_id, spec), spec.kind, spec.name, batch_id=batch_id,
                               task_id=task_id, max_attempts=max(1, int(max_attempts)), job_id=job_id)
         self._scope_jobs.add(job_id)
@@ -253,6 +280,14 @@ class Executor:
         _LIVE_OWNERS.discard(self.owner)
         if wait and self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(30)
+        if wait:
+            # a summary being written stops before its next file; its batch stays 'finishing' under this scheduler,
+            # which is dead now: the next one writes it
+            with self._lock:
+                writers = list(self._summaries.values())
+            deadline = time.monotonic() + 30
+            for thread in writers:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def running_count(self) -> int:
         with self._lock:
@@ -270,6 +305,7 @@ class Executor:
             return False
         if not self.store.finish_job(job_id, 'cancelled', reason=reason):
             return False
+        _failpoint.hit('cancel')
         self._state(job_id, 'cancelled', reason=reason)
         self._wake.set()
         if orphan:
@@ -327,6 +363,9 @@ class Executor:
         if now - self._last_adopt >= ADOPT_EVERY:
             self._last_adopt = now
             self._adopt_orphans({'reattached': [], 'ended': [], 'failed': [], 'requeued': []})
+        if now - self._last_cgroups >= CGROUP_SWEEP_EVERY:
+            self._last_cgroups = now
+            self.remove_stale_cgroups()
         self._start_queued()
         if now - self._last_batches >= 0.3:
             self._last_batches = now
@@ -345,6 +384,7 @@ class Executor:
                     break
                 self._state(job['id'], 'running', attempt=job['attempts'])
                 try:
+                    _failpoint.hit('start')
                     self._launch(job)
                 except Exception:   # the attempt could not start: a transient failure of the launcher
                     self._launch_failed(job, traceback.format_exc())
@@ -442,6 +482,7 @@ class Executor:
         finally:
             os.close(log)
         start = proc_start_time(proc.pid)
+        _failpoint.hit('launch')
         info = {'mode': params.get('mode'), 'attempt_dir': str(adir)}
         self.store.update_job(job_id, pid=proc.pid, pgid=proc.pid, pid_start=start, artifact_dir=str(adir),
                               info=info, cgroup=cgroup)
@@ -457,6 +498,7 @@ class Executor:
             attempts = [a for a in self._running.values() if a.stopping is None]
         for att in attempts:
             self._events(att)
+            _failpoint.hit('running')
             job = self.store.get_job(att.job_id, with_attempts=False)
             if job is None or job['status'] in FINAL_STATES:
                 att.cancelled = job is None or job['status'] == 'cancelled'
@@ -522,6 +564,7 @@ class Executor:
     def _record_end(self, att: _Attempt, result: dict) -> None:
         """Record an attempt's end in the store and its job.json, then retry it or finish the job; every step may be
         done again (after a full disk) without effect."""
+        _failpoint.hit('finish')
         self.store.finish_attempt(att.job_id, att.n, result['rc'], result['status'], result['error_class'],
                                   result['error'])
         att.record.update(finished=time.time(), status=result['status'], rc=result['rc'],
@@ -536,6 +579,7 @@ class Executor:
             self.store.update_job(att.job_id, info=info)
         self._state(att.job_id, 'attempt_finished', attempt=att.n, attempt_status=result['status'],
                     rc=result['rc'], error_class=result['error_class'])
+        _failpoint.hit('settle')
         self._after_attempt(att.job_id, att.n, att.max_attempts, result)
 
     def _after_attempt(self, job_id: str, n: int, max_attempts: int, result: dict) -> None:
@@ -616,7 +660,8 @@ class Executor:
             out.update(status='succeeded', error_class=None, reason=None)
         elif not exit_info:
             out.update(status='failed', error_class=TRANSIENT,
-                       reason='the attempt process ended without a result (rc %s: killed?)' % rc)
+                       reason=unwritten_result(att.adir) or
+                       'the attempt process ended without a result (rc %s: killed?)' % rc)
         elif exit_info.get('launch_error'):
             what = 'command' if spec.kind == 'command' else 'playbook run'
             out.update(status='failed', error_class=TRANSIENT, reason='the attempt could not start its %s' % what)
@@ -668,11 +713,32 @@ class Executor:
         'failed': [...], 'requeued': [...]} ('requeued': queued jobs, and failed ones with attempts left)."""
         out = {'reattached': [], 'ended': [], 'failed': [], 'requeued': []}
         self._adopt_orphans(out)
+        self.remove_stale_cgroups()
+        self._last_cgroups = time.monotonic()
         out['requeued'] += [j['id'] for j in self.store.list_jobs(status='queued', limit=1000000)
                             if self._in_scope(j) and j['id'] not in out['requeued']]
         self._last_adopt = time.monotonic()
         self._ensure_loop()
         return out
+
+    def remove_stale_cgroups(self) -> list:
+        """Remove the empty attempt cgroups (``xuanwu-<job id>-<n>`` in this process's cgroup) that no running job of
+        the store has: one a scheduler made and was killed before it recorded it stays empty for ever otherwise. One of
+        a job the store does not know (another store's) goes only FOREIGN_CGROUP_SEC after it was made; a cgroup with
+        a process or a child cgroup, or of another name, is never touched. Returns the folders removed."""
+        # listed before the store is read: a cgroup is made after its job is claimed (running, with its mark), so
+        # one listed here whose job is about to start is a running job's below
+        found = proctree.attempt_cgroups()
+        if not found:
+            return []
+        running = {job.get('mark') for job in self.store.list_jobs(status='running', limit=1000000)}
+        stale = [folder for folder, job_id, mark, age in found if mark not in running and
+                 (age > FOREIGN_CGROUP_SEC or self.store.get_job(job_id, with_attempts=False) is not None)]
+        removed = proctree.remove_empty_cgroups(stale)
+        if removed:
+            sys.stderr.write('xuanwu: removed %d empty cgroup(s) of attempts no running job has: %s\n'
+                             % (len(removed), ', '.join(os.path.basename(f) for f in removed)))
+        return removed
 
     def _adopt_orphans(self, out: dict) -> None:
         for job in self.store.list_jobs(status='running', limit=1000000):
@@ -684,6 +750,23 @@ class Executor:
             if not self.store.adopt_job(job['id'], job.get('owner'), self.owner):
                 continue    # another process took it over first
             self._adopt(job, out)
+        for job in self.store.final_with_open_attempt():
+            # cancelled (or failed) in the store by a scheduler that died before it stopped the attempt's tree
+            if job.get('owner') == self.owner or owner_alive(job.get('owner')) or not self._in_scope(job):
+                continue
+            with self._lock:
+                if job['id'] in self._running:
+                    continue
+            if int(job['open_attempt']) != int(job['attempts'] or 0) or \
+                    not self.store.adopt_final_job(job['id'], job.get('owner'), self.owner):
+                continue
+            att = self._attempt_of(job)
+            att.cancelled = job['status'] == 'cancelled'
+            with self._lock:
+                self._running[job['id']] = att
+            out['ended'].append(job['id'])
+            self._state(job['id'], 'ended_unwatched', pid=job.get('pid'))
+            self._begin_stop(att, self.config.cancel_grace_sec)
 
     def _adopt(self, job: dict, out: dict) -> None:
         job_id = job['id']
@@ -701,10 +784,17 @@ class Executor:
             self._state(job_id, 'ended_unwatched', pid=job.get('pid'))
             self._begin_stop(att, 0)    # its background children go; its exit.json is the result
             return
+        if job.get('pid') is None and not (att.adir / 'output.log').exists():
+            # claimed by a scheduler that died before it started the attempt's process: nothing ran, nothing counts
+            if self.store.unclaim(job_id, self.owner):
+                out['requeued'].append(job_id)
+                self._state(job_id, 'queued', reason='its scheduler stopped before the attempt started; queued again')
+                return
         # the attempt process is gone without a result: stop what it left, then fail or retry the attempt
         self._stop_tree(job, self.config.cancel_grace_sec)
-        reason = ('the service stopped while this job ran (pid %s gone); its artifacts: %s'
-                  % (job.get('pid'), job.get('artifact_dir') or att.adir))
+        reason = unwritten_result(att.adir) or (
+            'the service stopped while this job ran (pid %s gone); its artifacts: %s'
+            % (job.get('pid'), job.get('artifact_dir') or att.adir))
         n = int(job['attempts'] or 0)
         self.store.add_attempt_if_missing(job_id, n, str(att.adir))
         self.store.finish_attempt(job_id, n, None, 'failed', TRANSIENT, reason)
@@ -717,15 +807,60 @@ class Executor:
     # batches
     def _end_batches(self) -> None:
         for batch in self.store.open_batches():
-            if not (self.serve_all or batch['id'] in self._scope_batches):
+            batch_id = batch['id']
+            if self._stop.is_set() or not (self.serve_all or batch_id in self._scope_batches):
                 continue
+            with self._lock:
+                if batch_id in self._summaries:
+                    continue    # being written
+                retry = self._summary_retry.get(batch_id)
             if batch['status'] == 'finishing':
-                if batch.get('owner') == self.owner or owner_alive(batch.get('owner')) or \
-                        not self.store.claim_batch_end(batch['id'], self.owner, dead_owner=batch.get('owner')):
+                if batch.get('owner') == self.owner:
+                    # ours: written just now (this list may be older), or again once the delay of a failed try passed
+                    if retry is None or time.monotonic() < retry[0]:
+                        continue
+                elif owner_alive(batch.get('owner')) or \
+                        not self.store.claim_batch_end(batch_id, self.owner, dead_owner=batch.get('owner')):
                     continue
-            elif not self.store.claim_batch_end(batch['id'], self.owner, settle_sec=self.config.cancel_grace_sec + 5):
+            elif not self.store.claim_batch_end(batch_id, self.owner, settle_sec=self.config.cancel_grace_sec + 5):
                 continue
-            write_summary(self.store, batch['id'])
+            self._begin_summary(batch_id)
+
+    def _begin_summary(self, batch_id: str) -> None:
+        """Write the summary of a batch this scheduler claimed in a thread of its own: copying the tasks' folders (may
+        be gigabytes) must not hold the scheduler, which goes on starting, watching, timing out and cancelling jobs."""
+        thread = threading.Thread(target=self._write_summary, args=(batch_id,), daemon=True,
+                                  name='xuanwu-summary-%s' % batch_id)
+        with self._lock:
+            self._summaries[batch_id] = thread
+        thread.start()
+
+    def _write_summary(self, batch_id: str) -> None:
+        """write_summary; when it fails (a full disk, a folder it cannot read, a bug), the batch stays 'finishing' and
+        the summary is written again later, after 2 s, then twice as long each time up to 2 min (each try is a line on
+        standard error); when the scheduler stops meanwhile, the next one writes it."""
+        retry = None
+        try:
+            write_summary(self.store, batch_id, owner=self.owner, stop=self._stop)
+        except Exception as err:   # the scheduler goes on; the batch is not left 'finishing' for ever
+            if self._stop.is_set():
+                sys.stderr.write('xuanwu: the summary of batch %s is left to the next scheduler (this one stops)\n'
+                                 % batch_id)
+            else:
+                with self._lock:
+                    last = self._summary_retry.get(batch_id)
+                delay = SUMMARY_RETRY_FIRST_SEC if last is None else min(last[1] * 2, SUMMARY_RETRY_MAX_SEC)
+                retry = (time.monotonic() + delay, delay)
+                why = str(err) if isinstance(err, (OSError, sqlite3.Error)) else traceback.format_exc().strip()
+                sys.stderr.write('xuanwu: the summary of batch %s could not be written (%s); trying again in %g s\n'
+                                 % (batch_id, why, delay))
+        with self._lock:
+            self._summaries.pop(batch_id, None)
+            if retry is None:
+                self._summary_retry.pop(batch_id, None)
+            else:
+                self._summary_retry[batch_id] = retry
+        self._wake.set()
 
 
 def classify_playbook(rc: int, unreachable: bool) -> dict:

@@ -28,7 +28,7 @@ from .metrics import Metrics
 from .secure import private_dir, redact_spec, redact_text
 from .serve_options import DEFAULT_BODY_LIMIT, serve_settings
 from .spec import SpecError, parse_batch, parse_job
-from .store import BatchConflict
+from .store import BatchConflict, disk_full
 from .webhooks import webhook_job
 
 LOG = logging.getLogger('xuanwu.server')
@@ -202,24 +202,67 @@ def _job_secrets(config, job_id: str) -> list:
     return [v if isinstance(v, str) else json.dumps(v) for v in values if v not in (None, '')]
 
 
-def job_log_path(job: dict, attempt: int | None = None, stream: str = 'stdout') -> Path | None:
-    """The output file of an attempt of ``job`` (default its last): a command's stdout.txt/stderr.txt, a
-    playbook's ansible-runner stdout; None when there is none (yet)."""
+class LogChoiceError(Exception):
+    """A log request that names no output of the job: an unknown node, or no node where the job kept one per node."""
+
+    def __init__(self, status: int, message: str, nodes: list):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.nodes = nodes
+
+
+def job_nodes(job: dict) -> list:
+    """The nodes a command job runs on, as its spec names them (none for a playbook job)."""
+    nodes = (job.get('spec') or {}).get('nodes') if job.get('kind') == 'command' else None
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
+
+
+def _listed(nodes: list, most: int = 20) -> str:
+    shown = ', '.join(nodes[:most])
+    return shown + (' and %d more (the job\'s spec lists them)' % (len(nodes) - most) if len(nodes) > most else '')
+
+
+def job_log_path(job: dict, attempt: int | None = None, stream: str = 'stdout',
+                 node: str | None = None) -> tuple[Path | None, str | None]:
+    """The output file of an attempt of ``job`` (default its last) and the node it is of (None: several or
+    none): a command's stdout.txt/stderr.txt, over SSH the file of ``node`` (stdout-<node>.txt), a playbook's
+    ansible-runner stdout; (None, node) when there is none (yet). ``node`` must be one of the job's nodes (else
+    LogChoiceError, 404), and is needed when the attempt kept one file per node for several (422); the file's
+    name is made of the job's own node, never of the request's text."""
+    nodes = job_nodes(job)
+    if node is not None:
+        if node not in nodes:
+            what = ('its nodes: %s' % _listed(nodes) if nodes
+                    else 'a playbook job has one output for all its hosts: leave node out')
+            raise LogChoiceError(404, 'job %s has no node %r; %s' % (job['id'], node[:256], what), nodes)
+        node = nodes[nodes.index(node)]
     attempts = job.get('attempt_list') or []
     if not attempts:
-        return None
+        return None, node
     chosen = attempts[-1] if attempt is None else next((a for a in attempts if a['n'] == attempt), None)
     if chosen is None or not chosen.get('artifact_dir'):
-        return None
+        return None, node
     adir = Path(chosen['artifact_dir'])
     if job['kind'] == 'command':
-        names = ['%s.txt' % stream] + sorted(p.name for p in adir.glob('%s-*.txt' % stream))
-        for name in names:
-            if (adir / name).is_file():
-                return adir / name
-        return None
+        shared = adir / ('%s.txt' % stream)
+        if shared.is_file():   # Slurm or local: one file for all the nodes
+            if node is not None and len(nodes) > 1:
+                raise LogChoiceError(422, 'the %d nodes of job %s wrote one %s together (%s): leave node out'
+                                     % (len(nodes), job['id'], stream, (job.get('info') or {}).get('mode') or 'local'),
+                                     nodes)
+            return shared, node or (nodes[0] if len(nodes) == 1 else None)
+        if node is None:
+            if len(nodes) > 1:
+                raise LogChoiceError(422, 'job %s ran on %d nodes: %s; each has its own %s: add ?node=<name>'
+                                     % (job['id'], len(nodes), _listed(nodes), stream), nodes)
+            node = nodes[0] if nodes else None
+        if node is None:
+            return None, None
+        path = adir / ('%s-%s.txt' % (stream, node))
+        return (path if path.is_file() else None), node
     path = adir / 'artifacts' / ('%s-%d' % (job['id'], chosen['n'])) / stream
-    return path if path.is_file() else None
+    return (path if path.is_file() else None), None
 
 
 class Guard:
@@ -357,6 +400,14 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
 
     @app.exception_handler(Exception)
     async def internal_error(request, exc):
+        if disk_full(exc):
+            # the store or the data dir cannot be written: nothing was accepted, and the client may try again later
+            LOG.error('%s %s refused: the disk of the data dir %s is full: %s', request.method,
+                      log_safe(request.url.path), config.data_dir, exc)
+            return _error(507, 'the service cannot write its data dir: the disk is full (%s); nothing was accepted '
+                          'or changed; try again once space is freed' % (exc.strerror if isinstance(exc, OSError)
+                                                                        else exc), 'service',
+                          headers={'Retry-After': '60'})
         LOG.error('%s %s failed: %s: %s', request.method, request.url.path, type(exc).__name__, exc, exc_info=exc)
         return _error(500, 'internal error; the service log has the details')
 
@@ -424,17 +475,23 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
     def job_log(job_id: str, attempt: int | None = Query(None, ge=1, le=1000),
                 stream: str = Query('stdout', pattern='^(stdout|stderr)$'),
                 offset: int | None = Query(None, ge=0, le=2 ** 53), tail: int | None = Query(None, ge=1, le=LOG_CHUNK),
-                length: int = Query(LOG_CHUNK, ge=1, le=LOG_CHUNK)):
+                length: int = Query(LOG_CHUNK, ge=1, le=LOG_CHUNK), node: str | None = Query(None, max_length=1024)):
         """The output of an attempt (default the last): ``offset``+``length`` bytes, or the last ``tail`` bytes,
-        or the first ``length``. Headers: X-Log-Size (the file's size now), X-Log-Offset, X-Log-Attempt."""
+        or the first ``length``; of one ``node`` of a command job that ran over SSH on several (needed there).
+        Headers: X-Log-Size (the file's size now), X-Log-Offset, X-Log-Attempt, X-Log-Node (the node whose
+        output it is, when it is one node's)."""
         job, problem = _job_or_404(job_id)
         if problem is not None:
             return problem
         if offset is not None and tail is not None:
             return _error(422, 'offset and tail: give one of them', 'tail')
-        path = job_log_path(job, attempt, stream)
+        try:
+            path, node = job_log_path(job, attempt, stream, node)
+        except LogChoiceError as exc:
+            return JSONResponse({'detail': exc.message, 'field': 'node', 'nodes': exc.nodes}, status_code=exc.status)
         if path is None:
-            where = ' in attempt %d' % attempt if attempt else ''
+            where = ' of node %s' % node if node else ''
+            where += ' in attempt %d' % attempt if attempt else ''
             return _error(404, 'job %s has no %s%s yet' % (job_id, stream, where), 'attempt' if attempt else 'job_id')
         with open(path, 'rb') as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -443,9 +500,11 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
             data = handle.read(tail if tail is not None else length)
         used = job['attempt_list'][-1]['n'] if attempt is None else attempt
         text = redact_text(data.decode('utf-8', errors='replace'), _job_secrets(config, job_id))
-        return PlainTextResponse(text,
-                                 headers={'X-Log-Size': str(size), 'X-Log-Offset': str(start),
-                                          'X-Log-Attempt': str(used), 'Cache-Control': 'no-cache'})
+        headers = {'X-Log-Size': str(size), 'X-Log-Offset': str(start), 'X-Log-Attempt': str(used),
+                   'Cache-Control': 'no-cache'}
+        if node:
+            headers['X-Log-Node'] = node
+        return PlainTextResponse(text, headers=headers)
 
     @app.get('/api/v1/jobs/{job_id}/events')
     async def job_events(job_id: str):

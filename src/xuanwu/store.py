@@ -9,6 +9,7 @@ move is one conditional UPDATE, so that exactly one process makes it. The file, 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -32,6 +33,7 @@ CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
 CREATE TABLE IF NOT EXISTS attempts (
     job_id TEXT NOT NULL, n INTEGER NOT NULL, started REAL NOT NULL, finished REAL, rc INTEGER,
     status TEXT, error_class TEXT, error TEXT, artifact_dir TEXT, PRIMARY KEY (job_id, n));
+CREATE INDEX IF NOT EXISTS attempts_open ON attempts(finished);
 CREATE TABLE IF NOT EXISTS batches (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,
     created REAL NOT NULL, finished REAL, summary TEXT, output_dir TEXT, max_concurrency INTEGER, owner TEXT);
@@ -57,6 +59,13 @@ class BatchConflict(StoreError):
 
 def new_id(prefix: str = 'j') -> str:
     return '%s-%s' % (prefix, secrets.token_hex(6))
+
+
+def disk_full(err: BaseException) -> bool:
+    """True for the errors of a full disk or quota: SQLite's "database or disk is full", ENOSPC, EDQUOT."""
+    if isinstance(err, sqlite3.OperationalError):
+        return 'full' in str(err).lower()
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
 
 
 class Store:
@@ -97,16 +106,8 @@ class Store:
             self._local.conn = None
 
     def _exec(self, sql: str, args=()):
-        with self._write:
-            conn = self._conn()
-            conn.execute('BEGIN IMMEDIATE')
-            try:
-                cur = conn.execute(sql, args)
-                conn.execute('COMMIT')
-            except BaseException:
-                conn.execute('ROLLBACK')
-                raise
-            return cur
+        with self.transaction() as conn:
+            return conn.execute(sql, args)
 
     @contextlib.contextmanager
     def transaction(self):
@@ -191,6 +192,20 @@ class Store:
                          (owner, job_id, old_owner))
         return cur.rowcount == 1
 
+    def final_with_open_attempt(self) -> list:
+        """Final jobs whose last attempt is not recorded as ended (a cancel whose scheduler died before it stopped
+        the attempt's tree): the jobs, each with ``open_attempt``."""
+        rows = self._conn().execute(
+            'SELECT jobs.*, attempts.n AS open_attempt FROM attempts JOIN jobs ON jobs.id = attempts.job_id '
+            'WHERE attempts.finished IS NULL AND jobs.status IN (%s)' % ', '.join('?' * len(FINAL_STATES)),
+            tuple(FINAL_STATES)).fetchall()
+        return [self._row(r) for r in rows]
+
+    def adopt_final_job(self, job_id: str, old_owner, owner: str) -> bool:
+        """Take over the open attempt of a final job whose scheduler died; False if another process did first."""
+        cur = self._exec('UPDATE jobs SET owner = ? WHERE id = ? AND owner IS ?', (owner, job_id, old_owner))
+        return cur.rowcount == 1
+
     def retry_later(self, job_id: str, owner: str, not_before: float) -> bool:
         """Put a running job of ``owner`` back in the queue for its next attempt, not before ``not_before``."""
         cur = self._exec("UPDATE jobs SET status = 'queued', owner = NULL, not_before = ?, pid = NULL, pgid = NULL, "
@@ -250,6 +265,19 @@ class Store:
         """Put a running job back in the queue (its next attempt); False if it is final meanwhile."""
         cur = self._exec('UPDATE jobs SET status = ? WHERE id = ? AND status = ?', ('queued', job_id, 'running'))
         return cur.rowcount == 1
+
+    def unclaim(self, job_id: str, owner: str) -> bool:
+        """Put back in the queue a job of ``owner`` whose attempt never started a process (claimed by a scheduler
+        that died before it launched it): its attempt is not counted; False if it changed meanwhile."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT attempts FROM jobs WHERE id = ? AND status = 'running' AND owner IS ? "
+                               "AND pid IS NULL", (job_id, owner)).fetchone()
+            if row is None:
+                return False
+            conn.execute('DELETE FROM attempts WHERE job_id = ? AND n = ?', (job_id, row['attempts']))
+            conn.execute("UPDATE jobs SET status = 'queued', owner = NULL, attempts = attempts - 1 WHERE id = ?",
+                         (job_id,))
+        return True
 
     def finish_job(self, job_id: str, status: str, **fields) -> bool:
         """Move a job that is not yet final to the final ``status``; False if it already was final."""
@@ -321,10 +349,16 @@ class Store:
                               'queued', now + i * 1e-6, batch_id, job['task_id'], job.get('max_attempts', 1)))
         return batch_id
 
-    def update_batch(self, batch_id: str, status: str, summary=None) -> None:
-        self._exec('UPDATE batches SET status = ?, summary = ?, finished = ? WHERE id = ?',
-                   (status, json.dumps(summary) if summary is not None else None,
-                    time.time() if status not in ('running', 'cancelling', 'finishing') else None, batch_id))
+    def update_batch(self, batch_id: str, status: str, summary=None, owner=None) -> bool:
+        """``owner``: only while the batch is 'finishing' under that scheduler (one that stopped while it wrote the
+        summary, taken over since, changes nothing). Whether the batch was updated."""
+        sql = 'UPDATE batches SET status = ?, summary = ?, finished = ? WHERE id = ?'
+        args = [status, json.dumps(summary) if summary is not None else None,
+                time.time() if status not in ('running', 'cancelling', 'finishing') else None, batch_id]
+        if owner is not None:
+            sql += " AND status = 'finishing' AND owner = ?"
+            args.append(owner)
+        return self._exec(sql, args).rowcount == 1
 
     def set_batch_status(self, batch_id: str, status: str, only_from=('running',)) -> bool:
         cur = self._exec('UPDATE batches SET status = ? WHERE id = ? AND status IN (%s)'
