@@ -15,7 +15,8 @@
 # molecule itself (requirements/molecule.txt) is installed into .venv here when missing.
 # Environment: MOLECULE_PREPARE_ONLY=1 (install molecule, run no scenario), MOLECULE_JOBS (scenarios at once, default 2: a CI machine has 2 cores; 1 runs
 # them one after another), VENV (default .venv), MOLECULE_IMAGE (default localhost/debian-ansible:12),
-# MOLECULE_ARGS (extra arguments to `molecule test`, e.g. --destroy=never to debug).
+# MOLECULE_ARGS (extra arguments to `molecule test`, e.g. --destroy=never to debug), XUANWU_MOLECULE_LOCK_DIR (the
+# machine-wide folder of the scenarios' locks, default /run/lock/xuanwu-molecule).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +25,9 @@ VENV="${VENV:-.venv}"
 export MOLECULE_IMAGE="${MOLECULE_IMAGE:-localhost/debian-ansible:12}"
 BASE_CONFIG=molecule/shared/base.yml
 LOG_DIR=.cache/molecule-logs
+# One lock per scenario for the whole machine: a folder of root's own (0700, not a link), in /run/lock
+# where there is one (cleared at boot), else in /tmp.
+LOCK_DIR="${XUANWU_MOLECULE_LOCK_DIR:-$( [ -d /run/lock ] && echo /run/lock || echo /tmp )/xuanwu-molecule}"
 
 log() { printf '[molecule] %s\n' "$*"; }
 die() { printf '[molecule] ERROR: %s\n' "$*" >&2; exit 2; }
@@ -93,6 +97,12 @@ for s in "${scenarios[@]}"; do
 done
 
 mkdir -p "$LOG_DIR"
+mkdir -m 0700 "$LOCK_DIR" 2>/dev/null || true
+# another user's folder or a link there could point the lock files (opened for writing) anywhere
+if [ -L "$LOCK_DIR" ] || [ ! -d "$LOCK_DIR" ] || [ "$(stat -c %u "$LOCK_DIR")" != "$(id -u)" ]; then
+    die "$LOCK_DIR must be a folder of this user's own, not a link (the scenarios' locks for this machine)"
+fi
+chmod 0700 "$LOCK_DIR"
 JOBS="${MOLECULE_JOBS:-2}"
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "MOLECULE_JOBS must be a positive number, got '$JOBS'"
 RESULT_DIR="$(mktemp -d "${TMPDIR:-/tmp}/molecule-results.XXXXXX")" || die "mktemp failed"
@@ -107,8 +117,9 @@ trap 'rm -rf "$RESULT_DIR" "$XUANWU_MOLECULE_CONTROL_ROOT"' EXIT
 run_scenario() {
     local s="$1" lock_fd t0 rc dt
     # Container names, networks and molecule's ephemeral directory are per scenario and global to
-    # the machine: two runs of one scenario at once would destroy each other's containers.
-    exec {lock_fd}>"$LOG_DIR/$s.lock"
+    # the machine: two runs of one scenario at once (from any checkout) would destroy each other's
+    # containers, so the lock is the machine's (LOCK_DIR), not the checkout's.
+    exec {lock_fd}>"$LOCK_DIR/$s.lock"
     if ! flock -n "$lock_fd"; then
         log "another run of $s is in progress on this machine: waiting for it (at most 30 minutes)"
         if ! flock -w 1800 "$lock_fd"; then

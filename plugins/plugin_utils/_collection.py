@@ -101,9 +101,20 @@ def find_profile(ref, extra_dirs=()):
     if not isinstance(ref, str) or not ref.strip():
         raise ProfileError('xuanwu_profile', None, 'must be a profile name or a path to a profile file, got %s' % _profile.type_name(ref))
     if os.sep in ref or ref.endswith(('.yml', '.yaml')):
-        if not os.path.isfile(ref):
-            raise ProfileError(ref, None, 'profile file not found')
-        return ref
+        if os.path.isabs(ref):
+            if not os.path.isfile(ref):
+                raise ProfileError(ref, None, 'profile file not found')
+            return ref
+        # a relative path: from where ansible-playbook runs, then from each of the site's profile folders
+        looked = [os.getcwd()] + [os.path.abspath(str(d)) for d in extra_dirs]
+        for directory in looked:
+            path = os.path.join(directory, ref)
+            if os.path.isfile(path):
+                return path if directory != looked[0] else ref
+        raise ProfileError(ref, None, 'profile file not found; a relative path is looked up in the current directory '
+                           '(%s)%s: give an absolute path, or the file\'s folder in xuanwu_profile_dirs and its name'
+                           % (looked[0], ' and in xuanwu_profile_dirs (%s)' % ', '.join(looked[1:]) if looked[1:] else
+                              ', and xuanwu_profile_dirs is empty'))
     for directory in search_dirs(extra_dirs):
         path = os.path.join(directory, ref + '.yml')
         if os.path.isfile(path):
@@ -431,7 +442,24 @@ def _absolute_list(text):
     return all(_absolute(part) for part in text.split(':') if part) and not _LINE_BREAKS.search(text)
 
 
+SERIAL_PART = re.compile(r'\A(?:[1-9][0-9]{0,6}|(?:100|[1-9][0-9]?)%)\Z')
+SERIAL_WORDS = ("a number of hosts (a whole number >= 1), a whole percentage of them (1% ... 100%, for example "
+                "'20%'), or a non-empty list of those (batches that grow, for example [1, 5, '25%'])")
+
+
+def _check_serial(name, value):
+    """Ansible's ``serial``: a count, a percentage or a list of them; anything else crashes Ansible when the batch
+    play starts (rc 250), after the run record is open."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        return ["variable '%s' is an empty list, which must be %s" % (name, SERIAL_WORDS)]
+    bad = [v for v in values if isinstance(v, bool) or not (
+        (isinstance(v, int) and v >= 1) or (isinstance(v, str) and SERIAL_PART.match(v)))]
+    return ["variable '%s' has %s, which must be %s" % (name, _shown(v), SERIAL_WORDS) for v in bad[:1]]
+
+
 GRAMMARS = {
+    'xuanwu_serial': _check_serial,
     'xuanwu_nccl_env': _check_env,
     'xuanwu_torch_env': _check_env,
     'xuanwu_redact_env_keys': lambda n, v: _check_each(n, v, ENV_NAME.match, ENV_NAME_WORDS),
@@ -471,6 +499,6 @@ def check_inventory_vars(variables, known, prefix='xuanwu_'):
             if bad:
                 problems.append("variable '%s' has %s, which is not one of: %s" % (name, _profile.type_name(bad[0]), ', '.join(str(c) for c in choices)))
                 continue
-        if name in GRAMMARS and value:
+        if name in GRAMMARS and (value or name == 'xuanwu_serial'):
             problems.extend(GRAMMARS[name](name, value))
     return problems

@@ -79,3 +79,8 @@ def test_batch_settings_as_the_docs_type_them(tmp_path):
     assert rc != 0
     assert "variable 'xuanwu_max_fail_percentage' must be of type int (a whole number such as 30), got str ('ten')" in out, out[-3000:]
     assert 'Provision the nodes in batches' not in out
+    # a batch size Ansible cannot take is refused by the preflight, not by an "Unexpected Exception" (rc 250) later
+    rc, out = playbook('-i', inv, 'playbooks/provision.yml', '--check', '-e', 'xuanwu_serial=banana')
+    assert rc == 2, out[-3000:]
+    assert "variable 'xuanwu_serial' has 'banana', which must be a number of hosts" in out, out[-3000:]
+    assert 'Unexpected Exception' not in out and 'Provision the nodes in batches' not in out

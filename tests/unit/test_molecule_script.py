@@ -60,9 +60,14 @@ def tree(tmp_path):
     return tmp_path
 
 
+def _env(tree, jobs, locks=None):
+    return dict(os.environ, MOLECULE_JOBS=str(jobs), MARKS=str(tree / 'marks'), TMPDIR=str(tree),
+                XUANWU_MOLECULE_LOCK_DIR=str(locks or tree / 'locks'),
+                PATH=str(tree / 'tools') + os.pathsep + os.environ.get('PATH', ''))
+
+
 def _run(tree, jobs):
-    env = dict(os.environ, MOLECULE_JOBS=str(jobs), MARKS=str(tree / 'marks'), TMPDIR=str(tree),
-               PATH=str(tree / 'tools') + os.pathsep + os.environ.get('PATH', ''))
+    env = _env(tree, jobs)
     env.pop('VENV', None)
     return subprocess.run(['bash', str(tree / 'scripts' / 'molecule.sh')], cwd=str(tree), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120, check=False)
@@ -110,3 +115,35 @@ def test_the_longest_scenarios_start_first(tree):
     result = _run(tree, 2)
     line = [text for text in result.stdout.splitlines() if 'scenarios:' in text][0]
     assert line.split('scenarios: ', 1)[1].split() == ['cluster', 'firewall', 'a', 'b', 'c', 'chrony', 'zz_firewall_like'], line
+
+
+def test_a_scenario_running_from_another_checkout_is_waited_for(tree, tmp_path_factory):
+    """The lock is the machine's, not the checkout's: container names are global to the machine."""
+    import fcntl
+    import time
+    locks = tmp_path_factory.mktemp('machine-locks')
+    os.chmod(str(locks), 0o700)
+    with open(str(locks / 'c.lock'), 'w') as held:     # another checkout runs scenario c
+        fcntl.flock(held, fcntl.LOCK_EX)
+        env = _env(tree, 1, locks)
+        proc = subprocess.Popen(['bash', str(tree / 'scripts' / 'molecule.sh'), 'c'], cwd=str(tree), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        first = proc.stdout.readline()
+        deadline = time.monotonic() + 30
+        while 'in progress' not in first and first and time.monotonic() < deadline:
+            first = proc.stdout.readline()
+        assert 'another run of c is in progress on this machine' in first, first
+        assert not (tree / 'marks' / 'c.started').exists()
+    out = proc.communicate(timeout=60)[0]              # released: it runs now
+    assert proc.returncode == 0 and (tree / 'marks' / 'c.ended').exists(), out
+
+
+def test_a_lock_folder_that_is_a_link_is_refused(tree, tmp_path_factory):
+    target = tmp_path_factory.mktemp('elsewhere')
+    link = tree / 'locks-link'
+    link.symlink_to(target)
+    result = subprocess.run(['bash', str(tree / 'scripts' / 'molecule.sh'), 'c'], cwd=str(tree),
+                            env=_env(tree, 1, link), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True, timeout=60, check=False)
+    assert result.returncode == 2 and 'not a link' in result.stdout, result.stdout
+    assert not (tree / 'marks' / 'c.started').exists()

@@ -74,3 +74,21 @@ def test_role_variables_read_with_libyaml_are_the_same():
                 for name in (entry.get('options') or {}):
                     slow.setdefault(name, True)
     assert sorted(fast) == sorted(slow) and len(fast) > 50
+
+
+@pytest.mark.parametrize('value', [1, '1', 10, '10%', '100%', [1, '20%'], [1, 5, '25%'], 1000000])
+def test_batch_sizes_ansible_takes_pass(value):
+    assert _collection.check_inventory_vars({'xuanwu_serial': value}, KNOWN) == []
+
+
+@pytest.mark.parametrize('value, shown', [
+    ('banana', "'banana'"), (0, '0'), ('0', "'0'"), ('150%', "'150%'"), ('2.5%', "'2.5%'"), (' 20%', "' 20%'"),
+    (True, 'True'), (2.5, '2.5'), ([1, 'x'], "'x'"), (None, 'None'), ('', "''"), ({'a': 1}, "{'a': 1}"),
+])
+def test_batch_sizes_that_would_crash_ansible_are_refused_naming_the_variable(value, shown):
+    """Ansible's serial takes a count, a whole percentage or a list of them; anything else ends the run with rc 250
+    ("Unexpected Exception") when the batch play starts, after the run record is open."""
+    problems = _collection.check_inventory_vars({'xuanwu_serial': value}, KNOWN)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("variable 'xuanwu_serial' ") and 'whole percentage' in problems[0], problems
+    assert shown in problems[0] or 'empty' in problems[0], problems

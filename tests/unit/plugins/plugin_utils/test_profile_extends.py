@@ -207,3 +207,30 @@ def test_a_site_policy_file_replaces_the_shipped_one_for_the_shipped_profiles(tm
     _write(tmp_path, 'policy/nvidia-sxm.yml', shipped.replace('max_offset_ms: 100 ', 'max_offset_ms: 20  '))
     assert _collection.resolve_profile('h100-sxm-8', None, [str(tmp_path)])[0]['host']['time']['max_offset_ms'] == 20
     assert _collection.resolve_profile('h100-sxm-8')[0]['host']['time']['max_offset_ms'] == 100
+
+
+def test_a_relative_profile_path_is_looked_up_from_the_current_directory_then_the_profile_dirs(tmp_path, monkeypatch):
+    site = tmp_path / 'site-profiles'
+    (site / 'racks').mkdir(parents=True)
+    (site / 'racks' / 'row1.yml').write_text('extends: h100-sxm-8\nname: row1\n')
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = _collection.find_profile('racks/row1.yml', [str(site)])
+    assert path == str(site / 'racks' / 'row1.yml')
+    monkeypatch.chdir(site)     # from the current directory first: the path as given
+    assert _collection.find_profile('racks/row1.yml', [str(tmp_path)]) == 'racks/row1.yml'
+
+
+def test_a_relative_profile_path_not_found_names_every_directory_searched(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ProfileError) as err:
+        _collection.find_profile('profiles/site.yml', [str(tmp_path / 'a'), str(tmp_path / 'b')])
+    text = str(err.value)
+    assert 'profile file not found' in text and 'current directory (%s)' % tmp_path in text, text
+    assert 'xuanwu_profile_dirs (%s, %s)' % (tmp_path / 'a', tmp_path / 'b') in text, text
+    with pytest.raises(ProfileError) as err:
+        _collection.find_profile('profiles/site.yml')
+    assert 'xuanwu_profile_dirs is empty' in str(err.value)
+    with pytest.raises(ProfileError, match='profile file not found'):
+        _collection.find_profile(str(tmp_path / 'absent.yml'))
