@@ -36,7 +36,7 @@ MAGIC = frozenset((
     'inventory_hostname_short', 'omit', 'play_hosts', 'playbook_dir', 'role_name', 'role_names', 'role_path', 'role_uuid'))
 # what a batch step reads of each host, as the facts hold it (never templated again)
 FACT_VARIABLES = ('xuanwu_facts',)
-STEPS = ('start', 'batch', 'finish', 'kit')
+STEPS = ('start', 'drain', 'batch', 'finish', 'kit')
 # what the launch kit reads of each host that passed: its results as the facts hold them, and a few variables (templated)
 KIT_RESULTS = ('xuanwu_facts', 'xuanwu_workloads', 'xuanwu_profile_resolved')
 KIT_VARIABLES = ('ansible_host', 'xuanwu_multinode_slots', 'xuanwu_nccl_env', 'xuanwu_torch_env', 'xuanwu_redact_env_keys',
@@ -54,7 +54,7 @@ def _now():
 def _mkdir(path):
     if not os.path.isdir(path):
         os.makedirs(path, rr.DIR_MODE)
-    os.chmod(path, rr.DIR_MODE)
+    os.chmod(path, _paths.umask_mode(rr.DIR_MODE))
 
 
 def _read_bytes(path):
@@ -89,7 +89,7 @@ def _copy_tree(src, dst):
             _copy_tree(source, target)
         elif os.path.isfile(source):
             shutil.copyfile(source, target)
-            os.chmod(target, rr.FILE_MODE)
+            os.chmod(target, _paths.umask_mode(rr.FILE_MODE))
 
 
 class ActionModule(ActionBase):
@@ -241,6 +241,23 @@ class ActionModule(ActionBase):
             return None   # the preflight (inventory_check) names a bad profile; the record keeps what it can
         return profile
 
+    # ---- drain (the intent, before the batch's first drain command) ----
+
+    def _drain(self, args, task_vars, run_dir, record, check):
+        if args['batch'] is None:
+            raise rr.RecordError('batch: the index of the batch is required')
+        state_path = os.path.join(record, 'state.json')
+        if not os.path.isfile(state_path):
+            raise rr.RecordError('no run record at %s: the step start of run %s did not run' % (record, args['run_id']))
+        state = rr.check_state(rr.load_json(state_path, 'run state'), state_path)
+        now = _now()
+        # brought up to date at once (as finish does): killed from here on, the record names these hosts held drained
+        state = rr.finish(rr.begin_drain(state, args['batch'], args['hosts'], now), now)
+        rr.write_atomic(state_path, rr.dump_json(state))
+        out = rr.progress(state)
+        out.update(resumed=False, draining=sorted(state['draining']), held_drained=state['held_drained'])
+        return out
+
     # ---- batch ----
 
     def _batch(self, args, task_vars, run_dir, record, check):
@@ -366,7 +383,7 @@ class ActionModule(ActionBase):
         if kit['written']:
             fresh = tempfile.mkdtemp(prefix='.%s.' % _launch_kit.KIT_DIR, dir=record)
             try:
-                os.chmod(fresh, rr.DIR_MODE)
+                os.chmod(fresh, _paths.umask_mode(rr.DIR_MODE))
                 for name, (text, mode) in kit['files'].items():
                     rr.write_atomic(os.path.join(fresh, name), text, mode)
                 old = None

@@ -19,6 +19,9 @@ description:
     variables, secrets masked), C(profiles/<name>.yml) (each profile used, once), C(hostfile), C(nccl-env.txt) (masked),
     C(meta.json) and C(state.json). When C(state.json) exists (the same run id, a resumed rollout) it is kept, the
     resumption is added to C(meta.json) and RV(resumed) is true.
+  - O(step=drain) runs before a batch's first drain command: C(state.json) then names O(hosts) as C(draining) (in
+    C(held_drained) and C(drain_in_progress), the run C(interrupted)) until O(step=batch) writes their outcomes, so that a
+    rollout killed at any moment leaves a record naming every node it may have drained.
   - O(step=batch) appends the batch and each host's outcome to C(state.json) and the versions read from each host's
     C(xuanwu_facts) to C(versions.json); both are replaced atomically (a temporary file and a rename).
   - O(step=finish) copies the run's report folder (O(reports_dir)/O(run_id)/) into C(reports/), the part of the Ansible
@@ -45,7 +48,7 @@ options:
     description: Which step of the rollout this is.
     type: str
     required: true
-    choices: [start, batch, finish, kit]
+    choices: [start, drain, batch, finish, kit]
   run_id:
     description: The run's id (C(xuanwu_run_id)); names the folder (made a safe file name).
     type: str
@@ -56,12 +59,12 @@ options:
   hosts:
     description:
       - O(step=start) the hosts of the rollout (their variables are recorded); O(step=batch) the hosts of the batch
-        (each needs an entry in O(outcomes)); O(step=kit) the hosts of the validation, in the play's order.
+        (each needs an entry in O(outcomes)); O(step=drain) the hosts the batch is about to drain; O(step=kit) the hosts of the validation, in the play's order.
     type: list
     elements: str
     default: []
   batch:
-    description: O(step=batch) the index of the batch (0 is the canary).
+    description: O(step=batch) and O(step=drain) the index of the batch (0 is the canary).
     type: int
   outcomes:
     description:
@@ -166,12 +169,24 @@ check_mode:
   returned: success
   type: bool
 outcome:
-  description: O(step=finish) C(passed), C(failed) (a host's latest outcome is not passed, or a host had none) or C(stopped).
+  description: >-
+    O(step=finish) C(passed), C(failed) (a host's latest outcome is not passed, or a host had none), C(stopped) or
+    C(interrupted) (hosts remain that no batch reached, or a batch's drain began and its outcome was never written).
   returned: success
   type: str
 not_run_hosts:
   description: O(step=finish) the hosts of the run that no batch reached.
   returned: success
+  type: list
+  elements: str
+draining:
+  description: O(step=drain) the hosts whose drain began and whose batch outcome is not written yet.
+  returned: when O(step) is C(drain)
+  type: list
+  elements: str
+held_drained:
+  description: O(step=drain) the hosts the record names as left drained by this run if it were killed now.
+  returned: when O(step) is C(drain)
   type: list
   elements: str
 launch_kit:

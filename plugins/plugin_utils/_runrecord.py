@@ -18,6 +18,7 @@ import re
 import tempfile
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _paths
 
 STATE_SCHEMA_VERSION = 1
 DIR_MODE = 0o750
@@ -243,12 +244,30 @@ def check_outcomes(hosts, outcomes):
     return regular
 
 
+def begin_drain(state, index, hosts, at):
+    """A copy of ``state`` that says the batch ``index`` is about to drain ``hosts``: written before the first drain
+    command, so that a run killed at any moment after it (an orphaned worker may finish the drain seconds later) leaves a
+    record naming every node this run may have drained (``draining``: host -> {batch, since}; the batch's outcome
+    replaces a host's entry)."""
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise RecordError('batch: the index of the batch is required')
+    new = dict(state)
+    draining = dict(state.get('draining') or {})
+    for host in hosts:
+        draining[str(host)] = {'batch': index, 'since': at}
+    new['draining'] = draining
+    return new
+
+
 def add_batch(state, index, hosts, outcomes, started, finished):
-    """A copy of ``state`` with the batch appended (a batch run again, on a resumed rollout, is appended too)."""
+    """A copy of ``state`` with the batch appended (a batch run again, on a resumed rollout, is appended too); its
+    hosts are no longer ``draining``: their outcome says what became of them."""
     batch = {'index': index, 'hosts': list(hosts), 'started': started, 'finished': finished,
              'outcomes': check_outcomes(hosts, outcomes)}
     new = dict(state)
     new['batches'] = list(state.get('batches') or []) + [batch]
+    draining = dict((h, e) for h, e in (state.get('draining') or {}).items() if h not in batch['outcomes'])
+    new['draining'] = draining
     return new
 
 
@@ -299,7 +318,9 @@ def finish(state, finished, stopped_at_batch=None):
     point leaves a record that says so.
 
     ``not_run_hosts``: the hosts of the run that no batch reached. ``held_drained``: the hosts this run leaves drained
-    (latest outcome ``failed`` or ``reboot_required``). ``outcome``: ``stopped`` when ``stopped_at_batch`` says a
+    (latest outcome ``failed`` or ``reboot_required``), and those of a batch whose drain began and whose outcome was
+    never written (``drain_in_progress``: the run was killed meanwhile; each may or may not be drained now, by this run).
+    A run with such hosts is ``interrupted`` too. ``outcome``: ``stopped`` when ``stopped_at_batch`` says a
     batch's failures stopped the rollout; ``interrupted`` while hosts remain that no batch reached (the run has not
     ended: after a batch, and still so if the run is killed before the next one; a resume that reaches every host
     replaces it); else ``failed`` when a host's latest outcome is neither ``passed`` nor ``not_ours`` (someone else's
@@ -308,18 +329,20 @@ def finish(state, finished, stopped_at_batch=None):
     latest = latest_outcomes(state)
     batches = state.get('batches') or []
     not_run = [h for h in state.get('hosts') or () if h not in latest]
+    in_progress = sorted(state.get('draining') or {})
     if stopped_at_batch is not None:
         outcome = 'stopped'
-    elif not_run and batches:
+    elif (not_run and batches) or in_progress:
         outcome = 'interrupted'
     elif not_run or any(e.get('outcome') not in ('passed', 'not_ours') for e in latest.values()):
         outcome = 'failed'
     else:
         outcome = 'passed'
-    held = sorted(h for h, e in latest.items() if e.get('outcome') in ('failed', 'reboot_required'))
+    held = sorted(set(h for h, e in latest.items() if e.get('outcome') in ('failed', 'reboot_required'))
+                  | set(in_progress))
     not_ours = sorted(h for h, e in latest.items() if e.get('outcome') == 'not_ours')
     return dict(state, finished=finished, stopped_at_batch=stopped_at_batch, outcome=outcome, not_run_hosts=not_run,
-                held_drained=held, not_ours_hosts=not_ours)
+                held_drained=held, drain_in_progress=in_progress, not_ours_hosts=not_ours)
 
 
 # ---- versions.json ----
@@ -396,7 +419,7 @@ def write_atomic(path, text, mode=FILE_MODE):
     fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=folder)
     try:
         with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-            os.fchmod(handle.fileno(), mode)
+            os.fchmod(handle.fileno(), _paths.umask_mode(mode))
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -18,6 +18,8 @@ What a node says of itself: ``nodes/NAME/systemctl`` (``systemctl is-active slur
 ``active`` when not given; exit 3 unless active) and ``nodes/NAME/slurmd`` (``slurmd -C``: the node's
 ``"hardware"`` ``{"cpus", "real_memory", "gres"}``, by default what ``scontrol show node`` configures, 16 CPUs and
 64000 MB), one pair per node, as each node has its own.
+
+A file ``hold-drain`` in the folder holds every drain (``scontrol update ... state=DRAIN``) until it is removed.
 """
 import fcntl
 import json
@@ -139,12 +141,26 @@ def log_call(argv):
         handle.write(json.dumps(argv) + '\n')
 
 
+def hold_drain(argv):
+    """While the file ``hold-drain`` is there, a drain waits (at most 2 min) after writing ``drain-held``: a test kills
+    the caller meanwhile, then lets the drain end, as an orphaned worker of a killed ansible-playbook does."""
+    import time
+    if argv[:2] != ['scontrol', 'update'] or 'state=drain' not in [a.lower() for a in argv] or \
+            not os.path.exists('hold-drain'):
+        return
+    open('drain-held', 'a').close()
+    deadline = time.monotonic() + 120
+    while os.path.exists('hold-drain') and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(argv):
     os.chdir(argv[1])
     argv = argv[2:]
     locked(log_call, argv)
     if argv[0] == 'srun':
         return srun(argv[1:])
+    hold_drain(argv)
     return locked(run, argv)
 
 

@@ -6,6 +6,8 @@ else kept as it was, a node that cannot be reached recorded while its batch goes
 import json
 import os
 import shutil
+import subprocess
+import time
 
 import pytest
 import yaml
@@ -243,3 +245,58 @@ def test_an_unreachable_node_is_recorded_the_batch_goes_on_and_it_counts_against
     flat = ' '.join(out.split())
     assert 'Run %s stops at batch 1: its failed and unreachable hosts are more than 50%% of it' % RUN in flat
     assert out.count('PLAY [Roll out batch by batch]') == 1
+
+
+def _start_rollout(cluster):
+    """site.yml as a process of its own (a kill -9 of it leaves its workers running, as on a real controller)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
+               ANSIBLE_CACHE_PLUGIN='memory')
+    argv = ['ansible-playbook', '-i', cluster.inventory(), 'site.yml', '-e', 'xuanwu_run_id=%s' % RUN,
+            '-e', 'xuanwu_reports_dir=%s' % (cluster.dir / 'reports'), '-e', 'xuanwu_runs_dir=%s' % (cluster.dir / 'runs'),
+            '-e', 'xuanwu_serial=1']
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait(predicate, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError('not within %d s: %s' % (timeout, what))
+
+
+@pytest.mark.parametrize('when', ['during the drain command', 'after the drain, before the outcome'])
+def test_a_rollout_killed_while_its_batch_drains_leaves_a_record_naming_the_node(tmp_path, when):
+    """kill -9 of ansible-playbook at each step between a batch's drain and its outcome: the record names the node this
+    run drained (an orphaned worker may finish the drain after the kill), and a resume with the same id clears it."""
+    cluster = Cluster(tmp_path, ['node1', 'node2'])
+    hold = tmp_path / 'hold-drain'
+    if when == 'during the drain command':
+        hold.write_text('')
+    proc = _start_rollout(cluster)
+    try:
+        if when == 'during the drain command':
+            _wait(lambda: (tmp_path / 'drain-held').exists(), 'the canary drain to begin')
+        else:
+            _wait(lambda: 'DRAIN' in cluster.nodes()['node1']['state'], 'the canary to be drained')
+        proc.kill()                     # kill -9 of the rollout; its worker goes on
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if hold.exists():
+            hold.unlink()               # the orphaned worker's drain ends now
+    _wait(lambda: 'DRAIN' in cluster.nodes()['node1']['state'], 'the orphaned drain to end')
+    nodes = cluster.nodes()
+    assert nodes['node1']['reason'].startswith('xuanwu %s' % RUN), nodes['node1']
+    state = cluster.state()
+    assert state['outcome'] == 'interrupted', state
+    assert state['held_drained'] == ['node1'] and state['drain_in_progress'] == ['node1'], state
+    assert 'node2' not in cluster.touched(cluster.calls())
+    # the same id again: node1 is validated and returned, node2 rolled out, nothing held
+    rc, out = cluster.run('-e', 'xuanwu_serial=1')
+    assert rc == 0, out[-4000:]
+    state = cluster.state()
+    assert (state['outcome'], state['held_drained'], state['drain_in_progress']) == ('passed', [], []), state
+    assert all(n['state'] == 'IDLE' for n in cluster.nodes().values()), cluster.nodes()

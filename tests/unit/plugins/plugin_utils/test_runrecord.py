@@ -168,6 +168,23 @@ def test_an_interrupted_run_names_the_nodes_it_holds_drained_until_a_resume_fini
     assert (resumed['outcome'], resumed['held_drained'], resumed['not_ours_hosts']) == ('passed', [], ['d'])
 
 
+def test_a_batch_killed_after_its_drain_began_is_named_held_drained_until_its_outcome_is_written():
+    # the canary passed; batch 1 wrote its intent (b, c) and the run was killed before their outcome
+    state = rr.begin_drain(state_with({'a': 'passed'}), 1, ['b', 'c'], 't1')
+    killed = rr.finish(state, 't1')
+    assert (killed['outcome'], killed['held_drained'], killed['drain_in_progress']) == ('interrupted', ['b', 'c'], ['b', 'c'])
+    # killed during the first batch's drain: interrupted (not "failed, no batch ran"), the canary named
+    first = rr.finish(rr.begin_drain(state_with(), 0, ['a'], 't0'), 't0')
+    assert (first['outcome'], first['held_drained'], first['not_run_hosts']) == ('interrupted', ['a'], ['a', 'b', 'c', 'd'])
+    # the resume writes their outcomes: what the outcome says replaces the intent
+    resumed = rr.add_batch(state, 1, ['b', 'c'], {'b': 'passed', 'c': 'failed'}, 't1', 't2')
+    assert resumed['draining'] == {}
+    done = rr.finish(rr.add_batch(resumed, 2, ['d'], {'d': 'passed'}, 't2', 't3'), 't3')
+    assert (done['outcome'], done['held_drained'], done['drain_in_progress']) == ('failed', ['c'], [])
+    with pytest.raises(rr.RecordError, match='index of the batch'):
+        rr.begin_drain(state_with(), None, ['a'], 't0')
+
+
 @pytest.mark.parametrize('state, message', [
     ([], 'not a run state'),
     ({'schema_version': 9, 'batches': []}, 'schema_version 9, expected 1'),
