@@ -92,6 +92,14 @@ def _copy_tree(src, dst):
             os.chmod(target, _paths.umask_mode(rr.FILE_MODE))
 
 
+def _recorded_state(record, run_id):
+    """The path of the record's state.json and its content; RecordError when the start step did not run."""
+    state_path = os.path.join(record, 'state.json')
+    if not os.path.isfile(state_path):
+        raise rr.RecordError('no run record at %s: the step start of run %s did not run' % (record, run_id))
+    return state_path, rr.check_state(rr.load_json(state_path, 'run state'), state_path)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -246,10 +254,7 @@ class ActionModule(ActionBase):
     def _drain(self, args, task_vars, run_dir, record, check):
         if args['batch'] is None:
             raise rr.RecordError('batch: the index of the batch is required')
-        state_path = os.path.join(record, 'state.json')
-        if not os.path.isfile(state_path):
-            raise rr.RecordError('no run record at %s: the step start of run %s did not run' % (record, args['run_id']))
-        state = rr.check_state(rr.load_json(state_path, 'run state'), state_path)
+        state_path, state = _recorded_state(record, args['run_id'])
         now = _now()
         # brought up to date at once (as finish does): killed from here on, the record names these hosts held drained
         state = rr.finish(rr.begin_drain(state, args['batch'], args['hosts'], now), now)
@@ -263,10 +268,7 @@ class ActionModule(ActionBase):
     def _batch(self, args, task_vars, run_dir, record, check):
         if args['batch'] is None:
             raise rr.RecordError('batch: the index of the batch is required')
-        state_path = os.path.join(record, 'state.json')
-        if not os.path.isfile(state_path):
-            raise rr.RecordError('no run record at %s: the step start of run %s did not run' % (record, args['run_id']))
-        state = rr.check_state(rr.load_json(state_path, 'run state'), state_path)
+        state_path, state = _recorded_state(record, args['run_id'])
         # the batch began when it was given (started), else when the previous batch (or the run) ended
         started = args['started'] or rr.last_time(state)
         state = rr.add_batch(state, args['batch'], args['hosts'], args['outcomes'], started, _now())
@@ -289,10 +291,7 @@ class ActionModule(ActionBase):
     # ---- finish ----
 
     def _finish(self, args, task_vars, run_dir, record, check):
-        state_path = os.path.join(record, 'state.json')
-        if not os.path.isfile(state_path):
-            raise rr.RecordError('no run record at %s: the step start of run %s did not run' % (record, args['run_id']))
-        state = rr.check_state(rr.load_json(state_path, 'run state'), state_path)
+        state_path, state = _recorded_state(record, args['run_id'])
         reports_dir = args['reports_dir'] or task_vars.get('xuanwu_reports_dir') or os.path.join(os.getcwd(), 'reports')
         report = os.path.join(reports_dir, _paths.safe_name(args['run_id']))
         copied = os.path.isdir(report)
