@@ -17,7 +17,8 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, 
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _fleet_step, _node, _paths, _report
 
 
-# the report folder and its files: the owner writes, the owner's group reads, nobody else (docs/security.md)
+# the report folder and its files: the owner writes, the owner's group reads, nobody else (docs/security.md); a
+# stricter umask keeps the group out too (_paths.umask_mode)
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 # the inventory variables whose values reach the workloads' environments
@@ -30,7 +31,7 @@ def _write_private(path, text):
     """Write ``text`` to ``path`` with mode ``FILE_MODE``, also where the file exists (never through a symlink)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW', 0), FILE_MODE)
     with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-        os.fchmod(handle.fileno(), FILE_MODE)
+        os.fchmod(handle.fileno(), _paths.umask_mode(FILE_MODE))
         handle.write(text)
 
 
@@ -145,7 +146,7 @@ class ActionModule(ActionBase):
         try:
             if not os.path.isdir(directory):
                 os.makedirs(directory, DIR_MODE)
-            os.chmod(directory, DIR_MODE)
+            os.chmod(directory, _paths.umask_mode(DIR_MODE))
             for name, text in files.items():
                 _write_private(os.path.join(directory, name), text)
             if export:

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Names that come from an inventory or a node (host names, run ids) made safe to use as one path component."""
+"""Names that come from an inventory or a node (host names, run ids) made safe to use as one path component; where
+the controller writes, and the modes of what it writes there."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -34,6 +35,27 @@ def safe_name(name):
         safe = '_' * len(safe)
     digest = hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]
     return '%s-%s' % (safe[:MAX_LENGTH - 1 - len(digest)] or '_', digest)
+
+
+def umask_mode(mode):
+    """``mode`` less what the process's umask withholds: the modes the collection gives its reports, run records and
+    launch kits (0640, 0750, the kit's 0644 and 0755) are the most the owner's group and others get, and a stricter
+    umask keeps more from them (the job service runs playbooks with 077: 0600 files, 0700 folders). ``chmod``, unlike
+    the mode of a new file, ignores the umask: every chmod of those files goes through here."""
+    return mode & ~_umask()
+
+
+def _umask():
+    try:
+        with open('/proc/self/status') as handle:
+            for line in handle:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except (IOError, OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o077)   # no /proc: read it by setting it, and put it back at once
+    os.umask(current)
+    return current
 
 
 def under_cwd(name):

@@ -7,16 +7,26 @@ attempt's session and process group, and every process whose environment carries
 (``XUANWU_JOB_MARK=<job id>-<n>``, inherited by whatever the attempt starts, ``setsid`` children included).
 A stop freezes what it finds (SIGSTOP), looks again until nothing new appears, then SIGTERMs, waits the
 grace period and SIGKILLs what is left.
+
+An attempt's cgroup is ``xuanwu-<job id>-<n>`` in the service's own cgroup (``cgroup_parent``). One that a service
+made and could not record (it was killed in between) is empty and named by no running job: ``attempt_cgroups`` lists
+the folders of that name, ``remove_empty_cgroups`` removes those that are empty (the kernel refuses to remove one
+that has a process or a child cgroup); the executor decides which (``runner.Executor.remove_stale_cgroups``).
 """
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from pathlib import Path
 
 MARK_ENV = 'XUANWU_JOB_MARK'
 POLL = 0.05
+# The folder attempts' cgroups are made in; None: this process's own cgroup v2 (the tests name a folder of theirs).
+CGROUP_PARENT: str | None = None
+# The name of an attempt's cgroup: xuanwu-<mark> (the mark is <job id>-<attempt>); no other folder is ever removed.
+CGROUP_NAME = re.compile(r'^xuanwu-(j-[0-9a-f]{12})-([0-9]{1,9})$')
 
 
 def _cgroup_v2_root() -> Path | None:
@@ -42,10 +52,15 @@ def own_cgroup() -> Path | None:
     return None
 
 
+def cgroup_parent() -> Path | None:
+    """The folder attempts' cgroups are made in: ``CGROUP_PARENT`` when set, else this process's own cgroup."""
+    return Path(CGROUP_PARENT) if CGROUP_PARENT else own_cgroup()
+
+
 def make_cgroup(name: str) -> str | None:
-    """A new cgroup v2 folder ``name`` next to this process's own, for one attempt; None where it cannot be
-    made (no cgroup v2, no permission, cgroup.kill missing)."""
-    base = own_cgroup()
+    """A new cgroup v2 folder ``name`` in this process's own (``cgroup_parent``), for one attempt; None where it
+    cannot be made (no cgroup v2, no permission, cgroup.kill missing)."""
+    base = cgroup_parent()
     if base is None:
         return None
     folder = base / name
@@ -83,6 +98,43 @@ def remove_cgroup(folder: str | None) -> None:
             return
         except OSError:     # still populated: a process of it is exiting
             time.sleep(POLL)
+
+
+def attempt_cgroups() -> list:
+    """(folder, job id, mark, age in seconds) of each folder of ``cgroup_parent`` named as an attempt's cgroup
+    (``CGROUP_NAME``), whether or not it is in use; [] without cgroups."""
+    base = cgroup_parent()
+    if base is None:
+        return []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return []
+    now, found = time.time(), []
+    for entry in entries:
+        match = CGROUP_NAME.match(entry.name)
+        if match is None:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        found.append((entry.path, match.group(1), entry.name[len('xuanwu-'):], age))
+    return found
+
+
+def remove_empty_cgroups(folders) -> list:
+    """Remove each of ``folders`` that is empty (rmdir: one with a process or a child cgroup stays); the removed."""
+    removed = []
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            continue
+        removed.append(folder)
+    return removed
 
 
 def _cgroup_pids(folder: str) -> set:

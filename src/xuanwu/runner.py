@@ -35,8 +35,8 @@ from typing import Callable
 from . import FINAL_STATES, _failpoint, commands, proctree
 from .batch import write_summary
 from .config import Config
-from .secure import (job_environment, private_dir, redact_helpers, redact_spec, redact_vars, secret_vars,
-                     write_private)
+from .secure import (job_environment, private_dir, private_tree, redact_helpers, redact_spec, redact_vars,
+                     secret_vars, write_private)
 from .spec import BatchSpec, JobSpec
 from .store import BatchConflict, Store, disk_full, new_id
 
@@ -521,6 +521,8 @@ class Executor:
         proctree.kill_tree(job.get('pgid'), job.get('mark') or '%s-%d' % (job['id'], n), job.get('cgroup'), grace,
                            reap=proc.poll if proc is not None else None)
         proctree.remove_cgroup(job.get('cgroup'))
+        if n:
+            private_tree(self._adir(job['id'], n))
 
     def _stop_and_finish(self, att: _Attempt, grace: float) -> None:
         """Stop what is left of the attempt's tree (everything, when it timed out or was cancelled; background
@@ -532,6 +534,7 @@ class Executor:
             proctree.remove_cgroup(att.cgroup)
             if att.proc is not None:
                 att.proc.wait()
+            private_tree(att.adir)      # what the attempt made with an explicit mode (its umask is 077) is private too
             self._events(att)
             result = self._classify(att)
             self._until_written(lambda: self._record_end(att, result), att.job_id)

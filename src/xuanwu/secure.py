@@ -84,6 +84,37 @@ def private_dir(path, parents: bool = True) -> Path:
     return path
 
 
+def private_tree(top) -> None:
+    """Take the group's and others' access from ``top`` and every folder and regular file under it, never through
+    a link: what was made with an explicit mode in an attempt's folder despite its umask 077 (ansible-core's fact
+    cache writes 0644 whatever the umask; a role's ``mode:``; a job's own chmod). Called once the attempt's process
+    tree is gone; what cannot be read (a file gone meanwhile, one without the owner's read access) is left."""
+    if not os.path.isdir(top) or os.path.islink(top):
+        return
+    for _path, _dirs, files, dirfd in os.fwalk(str(top), follow_symlinks=False):
+        _owner_only(dirfd)
+        for name in files:
+            try:
+                if not stat.S_ISREG(os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode):
+                    continue    # a link, a FIFO, a socket: nothing to open
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dirfd)
+            except OSError:
+                continue
+            try:
+                _owner_only(fd)
+            finally:
+                os.close(fd)
+
+
+def _owner_only(fd: int) -> None:
+    try:
+        mode = os.fstat(fd).st_mode
+        if mode & 0o077 and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            os.fchmod(fd, stat.S_IMODE(mode) & ~0o077)
+    except OSError:
+        pass
+
+
 def touch_private(path) -> None:
     """Create ``path`` with mode 0600 when it does not exist; make it 0600 when it does."""
     fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, 'O_NOFOLLOW', 0), PRIVATE_FILE)

@@ -4,6 +4,7 @@ a real process."""
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -87,3 +88,14 @@ def group_gone(pgid):
 def read_json(path):
     with open(path, encoding='utf-8') as handle:
         return json.load(handle)
+
+
+def open_to_others(folder):
+    """'<mode> <path>' of each folder and regular file under ``folder`` that its owner's group or others may use."""
+    found = []
+    for top, dirs, files in os.walk(str(folder)):
+        for path in [top] + [os.path.join(top, name) for name in files]:
+            info = os.lstat(path)
+            if (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)) and info.st_mode & 0o077:
+                found.append('%04o %s' % (stat.S_IMODE(info.st_mode), os.path.relpath(path, str(folder))))
+    return found

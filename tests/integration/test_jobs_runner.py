@@ -4,12 +4,13 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 
 import pytest
 
-from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, interruptible, load, read_json, wait_for, \
-    write_config, xuanwu
+from jobs_support import INVENTORY, ROOT, cli_argv, env, group_gone, interruptible, load, open_to_others, read_json, \
+    wait_for, write_config, xuanwu
 
 pytestmark = [pytest.mark.one_controller,
               pytest.mark.skipif(shutil.which('ansible-playbook') is None, reason='ansible-playbook not on PATH')]
@@ -31,6 +32,30 @@ def test_validate_on_the_demo_inventory_fails_permanently_once_with_its_report(t
     assert report.startswith(job['artifact_dir'])
     shown = xuanwu(config, 'show', job['id'])
     assert 'report: %s' % report in shown.stdout and 'attempt 1: failed, rc 2, permanent' in shown.stdout
+
+
+def test_everything_jobs_leave_in_the_data_dir_is_the_owners_only(tmp_path):
+    """docs/jobs.md: every folder of the data dir 0700, every file 0600: the report and the launch kit of a
+    playbook run (written by the collection with modes of their own), ansible-runner's artifacts (ansible-core's fact
+    cache is 0644 whatever the umask), and what a command made with an explicit mode in its attempt's folder."""
+    config = write_config(tmp_path)
+    done = xuanwu(config, 'run', '--playbook', 'validate', '--inventory', 'inventories/demo', '--json', timeout=300)
+    job = json.loads(done.stdout)
+    attempt = tmp_path / 'home' / 'jobs' / job['id'] / 'attempt-1'
+    assert job['info']['report'] and list(attempt.glob('runs/*/launch-kit/launch-mpirun.sh')), done.stderr
+    assert list(attempt.glob('artifacts/*/fact_cache/*'))
+    outside = tmp_path / 'outside.txt'
+    outside.write_text('not the job\'s')
+    outside.chmod(0o644)
+    made = ('mkdir -p out/deep && echo x > out/deep/made.txt && chmod 0755 out out/deep '
+            '&& chmod 0644 out/deep/made.txt && install -m 0755 /dev/null out/run.sh && ln -s %s out/link' % outside)
+    done = xuanwu(config, 'run', '--command', made, '--nodes', 'localhost', '--json')
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    attempt = tmp_path / 'home' / 'jobs' / job['id'] / 'attempt-1'
+    assert (attempt / 'out' / 'deep' / 'made.txt').read_text() == 'x\n' and (attempt / 'out' / 'link').is_symlink()
+    assert open_to_others(tmp_path / 'home') == []
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644     # a link's target is never changed
 
 
 def _gone(pid):

@@ -310,6 +310,55 @@ def test_field_guide_client(tmp_path):
     assert svc.token not in svc.log()
 
 
+def test_the_log_of_a_command_job_over_ssh_on_two_nodes_by_node(tmp_path):
+    """Two nodes (two sshd on 127.0.0.1, one port each): each node's output is asked for by ?node=; without it the
+    service names the nodes; a node the job did not run on is 404."""
+    import shutil
+    from sshd_server import SSHD, Sshd, keygen
+    if SSHD is None or shutil.which('ssh') is None:
+        pytest.skip('needs sshd and ssh')
+    client_key = keygen(tmp_path / 'client_key')
+    (tmp_path / 'authorized_keys').write_text(client_key + '\n')
+    known, config, daemons = [], [], []
+    try:
+        for name in ('node-a', 'node-b'):
+            host_key = keygen(tmp_path / ('host_key_%s' % name))
+            sshd = Sshd(tmp_path / name, [tmp_path / ('host_key_%s' % name)], tmp_path / 'authorized_keys')
+            (tmp_path / name).mkdir()
+            daemons.append(sshd.start())
+            known.append('[127.0.0.1]:%d %s\n' % (sshd.port, host_key))
+            config.append('Host %s\n  HostName 127.0.0.1\n  Port %d\n  IdentityFile %s\n  IdentitiesOnly yes\n'
+                          '  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n'
+                          % (name, sshd.port, tmp_path / 'client_key', tmp_path / 'known_hosts'))
+        (tmp_path / 'known_hosts').write_text(''.join(known))
+        (tmp_path / 'ssh_config').write_text(''.join(config))
+        svc = start_service(tmp_path, {'ssh_config_file': str(tmp_path / 'ssh_config')})
+        try:
+            port = '${SSH_CONNECTION##* }'      # the port of the sshd that runs it: one per node
+            job_id = svc.submit({'name': 'two-nodes', 'nodes': ['node-a', 'node-b'],
+                                 'command': 'echo "out of port %s"; echo "err of %s" >&2' % (port, port)})
+            job = svc.wait(job_id)
+            assert (job['status'], job['info']['mode']) == ('succeeded', 'ssh')
+            assert job['info']['ran_on'] == ['node-a', 'node-b']
+            for name, sshd in zip(('node-a', 'node-b'), daemons):
+                out = svc.get('/api/v1/jobs/%s/log' % job_id, params={'node': name})
+                assert out.status_code == 200 and out.text == 'out of port %d\n' % sshd.port, out.text
+                assert out.headers['X-Log-Node'] == name and out.headers['X-Log-Attempt'] == '1'
+                err = svc.get('/api/v1/jobs/%s/log' % job_id, params={'node': name, 'stream': 'stderr'})
+                assert err.text.endswith('err of %d\n' % sshd.port), err.text
+            unnamed = svc.get('/api/v1/jobs/%s/log' % job_id)
+            assert unnamed.status_code == 422 and unnamed.json()['nodes'] == ['node-a', 'node-b'], unnamed.text
+            assert 'ran on 2 nodes: node-a, node-b' in unnamed.json()['detail']
+            unknown = svc.get('/api/v1/jobs/%s/log' % job_id, params={'node': '../attempt.json'})
+            assert unknown.status_code == 404 and "no node '../attempt.json'" in unknown.json()['detail'], unknown.text
+        finally:
+            svc.stop()
+    finally:
+        for sshd in daemons:
+            sshd.stop()
+    assert 'Traceback' not in svc.log()
+
+
 def _cli(service, *argv, token_file=None):
     server = ['--server', service.base, '--token-file', str(token_file or service.token_file)]
     return subprocess.run([sys.executable, '-m', 'xuanwu.cli', argv[0]] + server + list(argv[1:]), capture_output=True,

@@ -227,3 +227,62 @@ def test_metrics_count_jobs(service):
     assert int(values['xuanwu_jobs_finished_total{state="succeeded"}']) >= 1
     assert int(values['xuanwu_job_attempts_total']) >= 1
     assert int(values['xuanwu_job_duration_seconds_count']) == int(values['xuanwu_job_duration_seconds_bucket{le="+Inf"}'])
+
+
+def _recorded_job(service, tmp_path, files, nodes=None, kind='command', mode='ssh'):
+    """A finished job in the store whose last attempt's folder holds ``files`` ({name: text})."""
+    adir = tmp_path / 'attempt-1'
+    adir.mkdir(parents=True)
+    for name, text in files.items():
+        (adir / name).parent.mkdir(parents=True, exist_ok=True)
+        (adir / name).write_text(text)
+    spec = {'name': 'ok-recorded', 'command': 'hostname', 'nodes': nodes} if kind == 'command' else \
+        {'name': 'ok-recorded', 'playbook': 't-succeed', 'inventory': 'inv'}
+    store = service['store']
+    job_id = store.create_job(spec, kind, 'ok-recorded')
+    store.update_job(job_id, status='succeeded', attempts=1, info={'mode': mode})
+    store.add_attempt(job_id, 1, str(adir))
+    return job_id
+
+
+def _log(service, job_id, **params):
+    return requests.get('%s/api/v1/jobs/%s/log' % (service['base'], job_id), params=params, headers=AUTH, timeout=10)
+
+
+def test_the_log_of_a_job_over_ssh_on_two_nodes_is_asked_for_by_node(service, tmp_path):
+    job_id = _recorded_job(service, tmp_path, {'stdout-node-a.txt': 'from a\n', 'stdout-node-b.txt': 'from b\n',
+                                               'stderr-node-a.txt': '', 'stderr-node-b.txt': 'warning on b\n'},
+                           nodes=['node-a', 'node-b'])
+    for node in ('node-a', 'node-b'):
+        resp = _log(service, job_id, node=node)
+        assert resp.status_code == 200 and resp.text == 'from %s\n' % node[-1], resp.text
+        assert resp.headers['X-Log-Node'] == node and resp.headers['X-Log-Size'] == '7'
+    resp = _log(service, job_id, node='node-b', stream='stderr', tail=8)
+    assert (resp.text, resp.headers['X-Log-Node']) == ('ng on b\n', 'node-b')
+    # without node: which node's output is meant cannot be guessed; the answer says which there are
+    resp = _log(service, job_id)
+    assert resp.status_code == 422 and resp.json()['field'] == 'node', resp.text
+    assert resp.json()['nodes'] == ['node-a', 'node-b']
+    assert 'ran on 2 nodes: node-a, node-b' in resp.json()['detail'] and '?node=' in resp.json()['detail']
+    # a node the job did not run on: 404 naming it and the job's nodes; never a path of the request's text
+    for node in ('node-c', '../../../etc/passwd', 'node-a.txt', ''):
+        resp = _log(service, job_id, node=node)
+        assert resp.status_code == 404 and resp.json()['field'] == 'node', resp.text
+        assert repr(node) in resp.json()['detail'] and 'its nodes: node-a, node-b' in resp.json()['detail']
+
+
+def test_the_log_of_a_one_node_job_needs_no_node_and_a_shared_one_takes_none(service, tmp_path):
+    single = _recorded_job(service, tmp_path / 'single', {'stdout-gpu-1.txt': 'one\n'}, nodes=['gpu-1'])
+    for params in ({}, {'node': 'gpu-1'}):
+        resp = _log(service, single, **params)
+        assert (resp.status_code, resp.text, resp.headers['X-Log-Node']) == (200, 'one\n', 'gpu-1')
+    # Slurm: the nodes' tasks wrote one stdout.txt together; it cannot be split by node
+    shared = _recorded_job(service, tmp_path / 'shared', {'stdout.txt': 'on n1\non n2\n'}, nodes=['n1', 'n2'],
+                           mode='slurm')
+    resp = _log(service, shared)
+    assert resp.status_code == 200 and resp.text == 'on n1\non n2\n' and 'X-Log-Node' not in resp.headers
+    resp = _log(service, shared, node='n1')
+    assert resp.status_code == 422 and 'wrote one stdout together (slurm)' in resp.json()['detail'], resp.text
+    playbook = _recorded_job(service, tmp_path / 'playbook', {}, kind='playbook')
+    resp = _log(service, playbook, node='n1')
+    assert resp.status_code == 404 and 'one output for all its hosts' in resp.json()['detail'], resp.text

@@ -44,3 +44,19 @@ def test_the_secrets_of_every_environment_of_a_host_are_masked_in_the_report():
                  _report.render_junit(report, {})):
         assert not any(s in text for s in ('hunter2', 's3cr3t', 'w4ndb-k3y'))
         assert 'eth0' in text  # what is not secret is kept
+
+
+@pytest.mark.parametrize('umask, report, kit_script', [(0o022, 0o640, 0o755), (0o027, 0o640, 0o750),
+                                                       (0o077, 0o600, 0o700)], ids=['022', '027', '077'])
+def test_the_modes_of_reports_and_launch_kits_take_the_umask(tmp_path, umask, report, kit_script):
+    """A stricter umask (the job service's 077) keeps the group out of what the collection writes with its modes."""
+    from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _launch_kit, _paths, _runrecord
+    before = os.umask(umask)
+    try:
+        validation_report._write_private(str(tmp_path / 'report.json'), '{}')
+        _runrecord.write_atomic(str(tmp_path / 'launch-mpirun.sh'), '#!/bin/sh\n', _launch_kit.SCRIPT_MODE)
+        assert stat.S_IMODE((tmp_path / 'report.json').stat().st_mode) == report
+        assert stat.S_IMODE((tmp_path / 'launch-mpirun.sh').stat().st_mode) == kit_script
+        assert _paths.umask_mode(0o750) == 0o750 & ~umask
+    finally:
+        os.umask(before)
