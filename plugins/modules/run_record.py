@@ -19,7 +19,7 @@ description:
     variables, secrets masked), C(profiles/<name>.yml) (each profile used, once), C(hostfile), C(nccl-env.txt) (masked),
     C(meta.json) and C(state.json). When C(state.json) exists (the same run id, a resumed rollout) it is kept, the
     resumption is added to C(meta.json) and RV(resumed) is true.
-  - O(step=drain) runs before a batch's first drain command: C(state.json) then names O(hosts) as C(draining) (in
+  - O(step=drain) runs before a batch's first drain command; C(state.json) then names O(hosts) as C(draining) (in
     C(held_drained) and C(drain_in_progress), the run C(interrupted)) until O(step=batch) writes their outcomes, so that a
     rollout killed at any moment leaves a record naming every node it may have drained.
   - O(step=batch) appends the batch and each host's outcome to C(state.json) and the versions read from each host's
