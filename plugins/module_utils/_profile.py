@@ -1151,14 +1151,11 @@ def resolved_markdown(shipped):
     return out
 
 
-def schema_markdown(shipped=None):
+def schema_markdown(shipped):
     """Render SCHEMA, and each shipped profile resolved, as the Markdown of docs/profiles.md.
 
-    ``shipped``: the shipped profiles (``resolved_markdown``); by default read from profiles/ on the controller
-    (plugin_utils/_collection.py, imported here only then: this module reads no file)."""
-    if shipped is None:
-        from ansible_collections.xuanwu.cluster.plugins.plugin_utils._collection import shipped_profiles
-        shipped = shipped_profiles()
+    ``shipped``: the shipped profiles (``resolved_markdown``), as the controller reads them from profiles/
+    (``plugin_utils._collection.shipped_profiles``: this module reads no file and imports no controller code)."""
     out = [
         '# Hardware profiles (schema version %d)' % SCHEMA_VERSION,
         '',

@@ -1,0 +1,130 @@
+"""The layers of docs/architecture.md, enforced on every import of the collection's Python code, lazy imports (inside a
+function) included: the node's half never imports the controller's, parsers import no other layer, the probe table no
+parser, the findings nothing of the collection, a check area never the profile, and no module reaches itself through
+any chain of imports."""
+import ast
+import glob
+import os
+
+import pytest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+PACKAGE = 'ansible_collections.xuanwu.cluster.'
+FOLDERS = ('plugins/module_utils', 'plugins/plugin_utils', 'plugins/action', 'plugins/filter', 'plugins/modules')
+
+
+def imports_of(path):
+    """The collection modules ``path`` imports (``module_utils._probe``, ``plugin_utils._collection``), wherever in it."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE):
+            base = node.module[len(PACKAGE):].replace('plugins.', '', 1)
+            if base in ('module_utils', 'plugin_utils'):
+                found.update('%s.%s' % (base, alias.name) for alias in node.names)
+            else:
+                found.add(base)
+        elif isinstance(node, ast.Import):
+            found.update(a.name[len(PACKAGE):].replace('plugins.', '', 1) for a in node.names if a.name.startswith(PACKAGE))
+    return found
+
+
+def graph():
+    out = {}
+    for folder in FOLDERS:
+        for path in glob.glob(os.path.join(ROOT, folder, '*.py')):
+            name = '%s.%s' % (folder.split('/')[-1], os.path.basename(path)[:-3])
+            out[name] = imports_of(path)
+    return out
+
+
+GRAPH = graph()
+PARSERS = set(n for n in GRAPH if n.startswith('module_utils._parse_')) | {'module_utils._text', 'module_utils._errors'}
+PROBE_TABLE = {'module_utils._collect', 'module_utils._bundle', 'module_utils._commands'}
+CHECK_AREAS = set(n for n in GRAPH if n.startswith('module_utils._checks')) | {
+    'module_utils._hygiene', 'module_utils._links', 'module_utils._collectives', 'module_utils._workloads',
+    'module_utils._container', 'module_utils._dmon_checks'}
+
+
+def test_the_graph_is_read():
+    assert len([n for n in GRAPH if n.startswith('module_utils.')]) > 30
+    assert 'module_utils._catalogue' in GRAPH['module_utils._profile']
+
+
+@pytest.mark.parametrize('name', sorted(n for n in GRAPH if n.startswith('module_utils.')))
+def test_the_nodes_half_never_imports_the_controllers(name):
+    """module_utils runs on the nodes (and as xuanwu-health without Ansible): no plugin_utils, action, filter, module."""
+    bad = sorted(d for d in GRAPH[name] if not d.startswith('module_utils.'))
+    assert not bad, '%s imports %s (controller code)' % (name, ', '.join(bad))
+
+
+@pytest.mark.parametrize('name', sorted(PARSERS))
+def test_parsers_import_only_parsers_and_the_command_grammar(name):
+    bad = sorted(d for d in GRAPH[name] if d not in PARSERS | {'module_utils._commands'})
+    assert not bad, '%s (a parser) imports %s' % (name, ', '.join(bad))
+
+
+@pytest.mark.parametrize('name', sorted(PROBE_TABLE))
+def test_the_probe_table_imports_no_parser(name):
+    bad = sorted(d for d in GRAPH[name] if d not in PROBE_TABLE | {'module_utils._hygiene'})
+    assert not bad, '%s (the node half of the probe) imports %s' % (name, ', '.join(bad))
+
+
+def test_the_findings_import_nothing_of_the_collection():
+    assert GRAPH['module_utils._findings'] == set()
+
+
+@pytest.mark.parametrize('name', sorted(CHECK_AREAS & set(GRAPH)))
+def test_a_check_area_never_imports_the_profile_or_the_judge(name):
+    bad = sorted(d for d in GRAPH[name] if d in ('module_utils._profile', 'module_utils._judge'))
+    assert not bad, '%s (a check area) imports %s' % (name, ', '.join(bad))
+
+
+def test_the_profile_imports_the_catalogue_findings_errors_and_hygiene_only():
+    allowed = {'module_utils._catalogue', 'module_utils._findings', 'module_utils._errors', 'module_utils._hygiene'} | PARSERS
+    assert GRAPH['module_utils._profile'] <= allowed, sorted(GRAPH['module_utils._profile'] - allowed)
+
+
+def cycles(edges):
+    """Every strongly connected group of more than one module, or a module that imports itself (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on.add(node)
+        for dep in edges.get(node, ()):
+            if dep not in edges:
+                continue
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1 or node in edges.get(node, ()):
+                found.append(sorted(group))
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_reaches_itself_through_its_imports():
+    assert cycles(GRAPH) == []
+
+
+def test_a_cycle_is_found():
+    assert cycles({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}) == [['a', 'b', 'c']]
+    assert cycles({'module_utils._profile': {'plugin_utils._collection'},
+                   'plugin_utils._collection': {'module_utils._profile'}}) == [
+        ['module_utils._profile', 'plugin_utils._collection']]
