@@ -13,7 +13,10 @@ defaults) and returns findings in the one shape of ``_findings``:
   ``clock_event_min_samples`` samples of the clock event reasons taken beside dmon (``_parse_clock_events``);
   ``dmon.throttle_warn`` the same for the warn class (SW thermal slowdown). The SW power cap is how a healthy
   GPU runs at full load and is never a finding. A site that sets ``violation_max_pct`` also fails pviol/tviol
-  above it;
+  above it. Where no clock event reasons were sampled (a dmon-only capture), dmon's own ``tviol`` is the evidence of a
+  thermal cause: set in ``clock_event_min_samples`` or more samples under load with the SM clock then at least
+  ``THERMAL_FALL`` under the reference clock is ``dmon.throttle`` (thermal slowdown), set without such a fall
+  ``dmon.throttle_warn``; ``pviol`` (the power limit) is named as the cause of a low clock, never a finding itself;
 * ``dmon.sustained_clock``: the median SM clock under load (sm % at or above ``load_sm_pct``) below the
   profile's ``sustained_sm_clock_min_mhz`` (a value measured on healthy GPUs of the SKU at their power limit;
   unset: not judged, and the run says so); a site that sets ``clock_min_fraction`` also fails a lowest clock
@@ -46,6 +49,8 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import 
 
 SUMMARY_COLUMNS = ('pwr', 'sm', 'mem', 'gtemp', 'mtemp', 'pclk', 'mclk', 'fb')
 VIOLATION_COLUMNS = ('pviol', 'tviol')
+# Without clock event reasons, tviol with the SM clock this share under the reference clock is a thermal slowdown.
+THERMAL_FALL = 0.10
 ECC_COLUMNS = ('sbecc', 'dbecc')      # ECC errors dmon counted in each interval (-s e)
 DEFAULT_BOUNDS = {
     'load_sm_pct': 80,            # a sample is under load when its sm % is at least this
@@ -158,9 +163,17 @@ def _load_summary(samples, names, load_sm_pct):
     loaded = [s for s in samples if s.get('sm') is not None and s['sm'] >= load_sm_pct]
     fb = [s['fb'] for s in loaded if s.get('fb') is not None]
     pclk = _stats(_column(loaded, 'pclk'))
-    return {'sm_pct_min': load_sm_pct, 'samples': len(loaded),
-            'pclk_min': pclk['min'] if pclk else None, 'pclk_median': pclk['median'] if pclk else None,
-            'fb_first': fb[0] if fb else None, 'fb_last': fb[-1] if fb else None, 'fb_growth': _steady_growth(fb)}
+    out = {'sm_pct_min': load_sm_pct, 'samples': len(loaded),
+           'pclk_min': pclk['min'] if pclk else None, 'pclk_median': pclk['median'] if pclk else None,
+           'fb_first': fb[0] if fb else None, 'fb_last': fb[-1] if fb else None, 'fb_growth': _steady_growth(fb)}
+    if 'tviol' in names:
+        hot = [s for s in loaded if isinstance(s.get('tviol'), (int, float)) and s['tviol'] > 0]
+        held = _stats(_column(hot, 'pclk'))
+        out.update(tviol_samples=len(hot), pclk_tviol_median=held['median'] if held else None)
+    if 'pviol' in names:
+        pviol = _stats(_column(loaded, 'pviol'))
+        out['pviol_median'] = pviol['median'] if pviol else None
+    return out
 
 
 def summarise(parsed, load_sm_pct=DEFAULT_BOUNDS['load_sm_pct']):
@@ -267,7 +280,42 @@ def _loaded(out, component, gpu, bounds):
     return load
 
 
-def _sustained_clock(out, component, load, bounds, reference):
+def _violation_cause(load):
+    """What dmon's violation counters say held the clock down under load (for a run without clock event reasons):
+    thermal (tviol), the power limit (pviol), or None."""
+    if load.get('tviol_samples'):
+        return "dmon's tviol (thermal violation) was set in %d of %d samples under load" % (load['tviol_samples'],
+                                                                                           load['samples'])
+    if load.get('pviol_median'):
+        return "dmon's pviol was %s %% (median under load): the power limit held the clock" % _g(load['pviol_median'])
+    return None
+
+
+def _thermal_violation(out, component, load, bounds, reference):
+    """Without clock event reasons (not sampled), dmon's tviol as the evidence of a thermal slowdown: set in
+    ``clock_event_min_samples`` or more samples under load, with the SM clock then ``THERMAL_FALL`` or more under the
+    reference clock: ``dmon.throttle``; set without such a fall: ``dmon.throttle_warn``. pviol is never a finding here:
+    a healthy GPU at full load runs at its power limit."""
+    count = load.get('tviol_samples')
+    if not count or count < max(1, bounds['clock_event_min_samples']):
+        return
+    held = load.get('pclk_tviol_median')
+    clock, source = reference
+    measured = 'tviol set in %d of %d samples under load' % (count, load['samples'])
+    if held is not None:
+        measured += ' (SM clock %s MHz then' % _g(held)
+        measured += ', %d %% under %s MHz, %s)' % (round(100.0 * (1 - float(held) / clock)), _g(clock), source) \
+            if clock else ')'
+    expected = 'no thermal violation under load (dmon tviol; the clock event reasons were not sampled)'
+    if held is not None and clock and held <= (1 - THERMAL_FALL) * clock:
+        out.add('dmon.throttle', component, measured, expected,
+                '%s: thermal slowdown under load: %s' % (component, measured))
+    else:
+        out.add('dmon.throttle_warn', component, measured, expected,
+                '%s: reached its thermal limit under load (the clock held): %s' % (component, measured))
+
+
+def _sustained_clock(out, component, load, bounds, reference, cause=None):
     floor = bounds['sustained_sm_clock_min_mhz']
     fraction = bounds['clock_min_fraction']
     if floor is None and fraction is None:
@@ -280,13 +328,14 @@ def _sustained_clock(out, component, load, bounds, reference):
                 'median pclk %s MHz under load (lowest %s MHz)' % (_g(load['pclk_median']), _g(load['pclk_min'])),
                 'median pclk >= %s MHz (sustained_sm_clock_min_mhz)' % _g(floor),
                 '%s ran at a median SM clock of %s MHz under load, below the %s MHz the profile says healthy GPUs of this '
-                'model sustain' % (component, _g(load['pclk_median']), _g(floor)))
+                'model sustain%s' % (component, _g(load['pclk_median']), _g(floor), '; %s' % cause if cause else ''))
     clock, source = reference
     if fraction is not None and clock is not None and load['pclk_min'] < fraction * clock:
         out.add('dmon.sustained_clock', component,
                 'pclk %s MHz under load (median %s MHz)' % (_g(load['pclk_min']), _g(load['pclk_median'])),
                 'pclk >= %s MHz (%s x %s MHz, %s)' % (_g(fraction * clock), _g(fraction), _g(clock), source),
-                '%s: SM clock under load fell to %s MHz' % (component, _g(load['pclk_min'])))
+                '%s: SM clock under load fell to %s MHz%s' % (component, _g(load['pclk_min']),
+                                                              '; %s' % cause if cause else ''))
 
 
 def _violations(out, component, gpu, bounds):
@@ -438,8 +487,11 @@ def _judge(summary, bounds, host, events=None, classes=None, notes=None):
             continue
         load = _loaded(out, component, gpu, bounds)
         if load is not None:
-            _sustained_clock(out, component, load, bounds, reference)
+            # without clock event reasons dmon's violation counters are the evidence of the cause
+            _sustained_clock(out, component, load, bounds, reference, _violation_cause(load) if events is None else None)
             _memory_growth(out, component, load, bounds)
+            if events is None:
+                _thermal_violation(out, component, load, bounds, reference)
         _violations(out, component, gpu, bounds)
         _temperature(out, component, gpu, bounds, notes)
         _ecc(out, component, gpu, bounds)

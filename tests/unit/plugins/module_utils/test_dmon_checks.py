@@ -47,6 +47,14 @@ CASES = [
     ('h200x2_dmon_busy-derived-hot-gpu0.txt', TEMPS, {'gpu0': [
         ('dmon.temperature', 'fail', 'gtemp <= 85 C'), ('dmon.temperature', 'fail', 'mtemp <= 95 C')]}),
     ('h200x2_dmon_busy-derived-hot-gpu0.txt', None, {}),                      # temperatures not asked for
+    # a dmon-only capture (no clock event reasons): tviol set while the clock fell 23 % is a thermal slowdown, not
+    # only "too hot"; the same tviol with the clock held is a warning
+    ('h200x2_dmon_busy-derived-tviol-gpu1.txt', TEMPS, {'gpu1': [
+        ('dmon.temperature', 'fail', 'gtemp <= 85 C'),
+        ('dmon.throttle', 'fail', 'no thermal violation under load (dmon tviol; the clock event reasons were not sampled)')]}),
+    ('h200x2_dmon_busy-derived-tviol-gpu1.txt', {'sm_clock_mhz': 1600}, {'gpu1': [
+        ('dmon.throttle_warn', 'warn', 'no thermal violation under load (dmon tviol; the clock event reasons were not sampled)')]}),
+    ('h200x2_dmon_busy-derived-tviol-gpu1.txt', {'clock_event_min_samples': 9}, {}),    # fewer samples than asked
     ('h200x2_dmon_busy-derived-memgrow-gpu0.txt', TEMPS, {'gpu0': [
         ('dmon.memory_growth', 'warn', 'growth <= 1024 MB')]}),
     ('h200x2_dmon_busy-derived-memgrow-gpu0.txt', dict(TEMPS, fb_growth_max_mb=8192), {}),
@@ -95,6 +103,20 @@ def test_opt_in_counters_name_the_clock_and_the_violation():
     assert sorted(f['measured'] for f in found) == ['pclk 1410 MHz under load (median 1410 MHz)', 'pviol 38']
 
 
+def test_dmon_violation_counters_name_the_cause_without_clock_event_reasons():
+    hot = dmon.findings(_summary('h200x2_dmon_busy-derived-tviol-gpu1.txt'), None, host='h')
+    assert [f['measured'] for f in hot] == [
+        'tviol set in 8 of 14 samples under load (SM clock 1525 MHz then, 23 % under 1980 MHz, the highest pclk of the run)']
+    # a power-capped clock below the profile's floor: the power limit is named as the cause, and is no throttle finding
+    capped = dmon.findings(_summary('h200x2_dmon_busy-derived-throttle-gpu1.txt'), {'sustained_sm_clock_min_mhz': 1500},
+                           host='h')
+    assert [f['check'] for f in capped] == ['dmon.sustained_clock']
+    assert capped[0]['message'].endswith("dmon's pviol was 38 % (median under load): the power limit held the clock")
+    # the clock event reasons sampled: they decide, the counters do not (no tviol finding from the same dmon output)
+    events = {'samples': 1, 'gpus': [], 'errors': []}
+    assert dmon.findings(_summary('h200x2_dmon_busy-derived-tviol-gpu1.txt'), None, host='h', events=events) == []
+
+
 def test_memory_growth_measured():
     found = dmon.findings(_summary('h200x2_dmon_busy-derived-memgrow-gpu0.txt'), None, host='h')
     assert [f['measured'] for f in found] == ['fb 4019 -> 9139 MB (+5120 MB) over 11 samples under load after the warm-up (3 skipped)']
@@ -113,7 +135,8 @@ def test_summary_of_the_busy_capture():
     assert (gpu0['fb_first'], gpu0['fb_last']) == (1643, 2483)
     assert gpu0['load'] == {'sm_pct_min': 80, 'samples': 14, 'pclk_min': 1980, 'pclk_median': 1980,
                             'fb_first': 2483, 'fb_last': 2483,
-                            'fb_growth': {'from': 2483, 'to': 2483, 'samples': 11, 'skipped': 3, 'steady': False}}
+                            'fb_growth': {'from': 2483, 'to': 2483, 'samples': 11, 'skipped': 3, 'steady': False},
+                            'tviol_samples': 0, 'pclk_tviol_median': None, 'pviol_median': 0}
     assert set(gpu0['series']) == set(dmon.SUMMARY_COLUMNS + dmon.VIOLATION_COLUMNS)
 
 
