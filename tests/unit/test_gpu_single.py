@@ -138,3 +138,19 @@ def test_every_real_output_is_one_result_line_of_the_documented_shape():
         result = _result(open(path).read())
         assert set(result) >= {'ok', 'gpus', 'device', 'cuda_available', 'device_count', 'error'}, path
         assert all(set(g) >= {'index', 'bf16_tflops', 'membw_gbps', 'error'} for g in result['gpus'])
+
+
+def _two(tflops):
+    """A healthy real result made a two-GPU node's: the GPUs' bf16 figures as given, their copies as measured."""
+    result = _result(_read('gpu_single_healthy1.txt'))
+    result.update(gpus=[dict(result['gpus'][0], index=i, bf16_tflops=v) for i, v in enumerate(tflops)], device_count=2)
+    return '%s %s\n' % (_workloads.RESULT_TAG, json.dumps(result))
+
+
+def test_on_a_two_gpu_node_the_slower_gpu_is_compared_with_the_faster():
+    """With two GPUs the median is their mean (and the slower one is never below the slower one): the slower is named
+    when it is more than max_spread_pct under the faster (the shipped h200x2-nvlink profile: 600 against 690 TFLOP/s)."""
+    found = _judged(_two([690.0, 600.0]), 'h200x2-nvlink')
+    assert [(f['check'], f['component']) for f in found] == [('workload.gpu_outlier', 'gpu1')], found
+    assert "below the faster of its node's 2 GPUs (690.0 TFLOP/s)" in found[0]['message'], found[0]['message']
+    assert _judged(_two([690.0, 650.0]), 'h200x2-nvlink') == []          # 5.8 % apart: within the spread
