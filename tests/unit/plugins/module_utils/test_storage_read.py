@@ -125,3 +125,51 @@ def test_the_cache_state_is_what_was_done(tmp_path, monkeypatch):
     monkeypatch.setattr(os, 'posix_fadvise', refuse, raising=False)
     read = parse_storage_read(_probe.storage_read_text(str(tmp_path)))
     assert (read['cache'], read['cache_dropped'], read['bytes']) == ('kept', False, 5 << 20)
+
+
+def test_a_cold_read_is_cold_o_direct_or_each_files_pages_dropped_before_it_is_read(tmp_path, monkeypatch):
+    """What the fact says was done was done (read in this process, where the calls can be seen): each file opened with
+    O_DIRECT, or, where the file system refuses it, its cached pages dropped (POSIX_FADV_DONTNEED, whole file)
+    before its first byte is read."""
+    from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect
+    for name in ('a.bin', 'b.bin'):
+        (tmp_path / name).write_bytes(b'q' * (2 << 20))
+    real_open, real_readv, direct = os.open, os.readv, getattr(os, 'O_DIRECT', 0)
+    calls = []
+
+    def spy_open(name, flags, *args):
+        calls.append(('open', os.path.basename(name), bool(direct and flags & direct)))
+        return real_open(name, flags, *args)
+
+    def spy_read(fd, buffers):
+        calls.append(('read', fd))
+        return real_readv(fd, buffers)
+    monkeypatch.setattr(os, 'open', spy_open)
+    monkeypatch.setattr(os, 'readv', spy_read)
+    text = _collect._storage_read(str(tmp_path))
+    opened = [c for c in calls if c[0] == 'open' and c[1].endswith('.bin')]
+    if parse_storage_read(text)['cache'] == 'direct':
+        assert opened and all(c[2] for c in opened), opened
+    # refused O_DIRECT: every file's pages are dropped before it is read
+    calls[:] = []
+    advised = []
+
+    def no_direct(name, flags, *args):
+        if direct and flags & direct:
+            raise OSError(22, 'Invalid argument')
+        calls.append(('open', os.path.basename(name), False))
+        return real_open(name, flags, *args)
+
+    def fadvise(fd, offset, length, advice):
+        advised.append((fd, offset, length, advice))
+        calls.append(('advise', fd))
+    monkeypatch.setattr(os, 'open', no_direct)
+    monkeypatch.setattr(os, 'posix_fadvise', fadvise)
+    read = parse_storage_read(_collect._storage_read(str(tmp_path)))
+    assert read['cache'] == 'dropped' and read['files'] == 2
+    assert len(advised) == 2 and all(a[1:] == (0, 0, os.POSIX_FADV_DONTNEED) for a in advised), advised
+    reads = [c for c in calls if c[0] == 'read']
+    for fd in (a[0] for a in advised):
+        first_read = next(i for i, c in enumerate(calls) if c == ('read', fd))
+        assert calls.index(('advise', fd)) < first_read, calls
+    assert reads
