@@ -154,3 +154,20 @@ def test_on_a_two_gpu_node_the_slower_gpu_is_compared_with_the_faster():
     assert [(f['check'], f['component']) for f in found] == [('workload.gpu_outlier', 'gpu1')], found
     assert "below the faster of its node's 2 GPUs (690.0 TFLOP/s)" in found[0]['message'], found[0]['message']
     assert _judged(_two([690.0, 650.0]), 'h200x2-nvlink') == []          # 5.8 % apart: within the spread
+
+
+@pytest.mark.parametrize('profile', ['h200x1', 'h200x2-nvlink', 'h200x4-nvlink', 'h200-sxm-8', 'h100x1', 'h100-sxm-8'])
+def test_the_shipped_floors_hold_at_their_boundary(profile):
+    """Just under the sourced floor fails, at the floor passes: a floor lowered by 10 % lets the first through."""
+    floors = _collection.resolve_profile(profile)[0]['workloads']['gpu_single']
+    result = _result(_read('gpu_single_healthy1.txt'))
+    count = int(_collection.resolve_profile(profile)[0]['gpu']['count'])
+
+    def run(tflops, gbps):
+        gpus = [dict(result['gpus'][0], index=i, bf16_tflops=tflops, membw_gbps=gbps) for i in range(count)]
+        text = '%s %s\n' % (_workloads.RESULT_TAG, json.dumps(dict(result, gpus=gpus, device_count=count)))
+        return sorted(set(f['check'] for f in _judged(text, profile)))
+    low_compute, low_membw = floors['min_bf16_tflops'] * 0.97, floors['min_membw_gbps'] * 0.97
+    assert run(floors['min_bf16_tflops'], floors['min_membw_gbps']) == []
+    assert run(low_compute, floors['min_membw_gbps']) == ['workload.gpu_compute_low']
+    assert run(floors['min_bf16_tflops'], low_membw) == ['workload.gpu_membw_low']
