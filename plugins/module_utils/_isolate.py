@@ -232,7 +232,14 @@ def next_round(hosts, results, floors, seed=None, coverage='quick', interest=Non
     if not again:
         return None
     avoid = dict((s, {later[s][2][1]}) for s in again if 2 in later.get(s, {}))
-    return {'round': 3, 'waves': _assign(again, references, avoid)}
+    return {'round': 3, 'waves': _assign(again, _round3_references(suspects, references, later), avoid)}
+
+
+def _round3_references(suspects, references, later):
+    """Round 1's references and the suspects that passed against one in round 2 (cleared): with few hosts (three: one
+    reference) a suspect gets a second, distinct reference in round 3 instead of the same one again."""
+    cleared = [s for s in suspects if later.get(s, {}).get(2, ('',))[0] == 'pass']
+    return list(references) + [s for s in cleared if s not in references]
 
 
 def _evidence(result, floors):
@@ -283,6 +290,10 @@ def _quick(names, results, floors):
         elif third[0] == 'pass':
             reason = ('failed against %s (round 2) but passed against %s (round 3): an intermittent fault or a bad link to %s'
                       % (second[1], third[1], second[1]))
+        elif second[1] == third[1]:
+            # one reference only: twice against the same node cannot tell a bad node from a bad link to it
+            reason = ('%s against %s in rounds 2 and 3, the only reference node it could be tested against: a bad node or '
+                      'a bad link to %s' % ('slow' if 'slow' in (second[0], third[0]) else 'no figure', second[1], second[1]))
         elif second[0] == 'not_measured' and third[0] == 'not_measured':
             reason = 'no figure from its pairs with %s and %s: the runs failed (see the errors)' % (second[1], third[1])
         else:

@@ -419,3 +419,37 @@ def test_settings_take_the_values_as_extra_vars_give_them():
     assert iso.settings(['a', 'b', 'c']) == {'seed': None, 'coverage': 'quick', 'interest': []}
     assert iso.settings(['a', 'b', 'c'], seed='7', coverage='targeted', interest=['c', 'a']) == {
         'seed': 7, 'coverage': 'targeted', 'interest': ['a', 'c']}
+
+
+def test_three_hosts_the_bad_one_is_confirmed_against_two_distinct_references_and_the_reason_names_them():
+    """Three hosts: round 1 pairs a-b and a-c; c's pair fails, so a is a suspect too and b the only reference. a is
+    cleared against b in round 2 and becomes c's second reference in round 3: the reason names b and a, never b twice."""
+    hosts = ['a', 'b', 'c']
+    answer = iso.run(hosts, fabric(bad=['c'], noise=0), FLOORS)
+    assert [b['host'] for b in answer['bad_nodes']] == ['c'] and answer['inconclusive'] == []
+    reason = answer['bad_nodes'][0]['reason']
+    assert reason == 'failed against two reference nodes: b (round 2) and a (round 3)', reason
+    partners = [[h for h in e['pair'] if h != 'c'][0] for e in answer['bad_nodes'][0]['evidence'] if e['round'] > 1]
+    assert partners == ['b', 'a']
+
+
+def _result(rnd, pair, busbw):
+    return {'round': rnd, 'wave': 1, 'pair': pair, 'busbw_gbps': busbw, 'ib_write_bw_gbps': None, 'error': None}
+
+
+def test_slow_once_is_never_a_bad_node():
+    """Slow against one reference (round 2) and not confirmed (no round 3, or passed in round 3): inconclusive, and
+    twice against the same only reference cannot tell a node from a link: inconclusive too."""
+    slow, fast = HEALTHY * 0.5, HEALTHY
+    hosts = ['a', 'b', 'c', 'd']
+    first = [_result(1, ['a', 'b'], fast), _result(1, ['c', 'd'], slow)]
+    unconfirmed = iso.verdict(hosts, first + [_result(2, ['a', 'c'], slow), _result(2, ['b', 'd'], fast)], FLOORS)
+    assert unconfirmed['bad_nodes'] == [] and [u['host'] for u in unconfirmed['inconclusive']] == ['c']
+    assert 'not confirmed in round 3' in unconfirmed['inconclusive'][0]['reason']
+    passed_later = iso.verdict(hosts, first + [_result(2, ['a', 'c'], slow), _result(2, ['b', 'd'], fast),
+                                               _result(3, ['b', 'c'], fast)], FLOORS)
+    assert passed_later['bad_nodes'] == [] and 'intermittent' in passed_later['inconclusive'][0]['reason']
+    same = iso.verdict(hosts, first + [_result(2, ['a', 'c'], slow), _result(2, ['b', 'd'], fast),
+                                       _result(3, ['a', 'c'], slow)], FLOORS)
+    assert same['bad_nodes'] == [] and [u['host'] for u in same['inconclusive']] == ['c']
+    assert same['inconclusive'][0]['reason'].startswith('slow against a in rounds 2 and 3, the only reference node')
