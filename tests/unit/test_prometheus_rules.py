@@ -277,11 +277,18 @@ def test_a_gpu_too_hot(tmp_path):
         # hot, but its profile's bound was not passed (no failed check): no alert; a site that made the check info
         *_temperatures('gpu02', 'gpu0', 84, 90),
         outcome(0, 'gpu03', 'dmon.temperature', 'gpu1'),
+        # a site that made the check a warning (severity override): still too hot, still the alert
+        outcome(1, 'gpu04', 'dmon.temperature', 'gpu2'),
+        *_temperatures('gpu04', 'gpu2', 88, 90),
     ], 'XuanwuGpuTooHot', [
         alert({'severity': 'warning', 'host': 'gpu01', 'run_id': 'r7', 'component': 'gpu3'},
               'gpu3 of gpu01 too hot during the workloads',
               "gpu3 of gpu01 ran hotter than its profile allows during the workloads of run r7 (dmon.temperature; "
-              "hottest gpu 92 C, memory 97 C). Check the host's airflow, fans and inlet temperature, " + DO % 'gpu01')]),
+              "hottest gpu 92 C, memory 97 C). Check the host's airflow, fans and inlet temperature, " + DO % 'gpu01'),
+        alert({'severity': 'warning', 'host': 'gpu04', 'run_id': 'r7', 'component': 'gpu2'},
+              'gpu2 of gpu04 too hot during the workloads',
+              "gpu2 of gpu04 ran hotter than its profile allows during the workloads of run r7 (dmon.temperature; "
+              "hottest gpu 88 C, memory 90 C). Check the host's airflow, fans and inlet temperature, " + DO % 'gpu04')]),
     ])
 
 

@@ -156,6 +156,11 @@ def test_step_time_periodic_names_the_steps():
     # two slow steps only: below spike_min_count
     twice = [t * 1.8 if i in (9, 14) else t for i, t in enumerate(STEADY)]
     assert checks_of(ddp([twice] * 2, [PRE] * 2)) == []
+    # exactly spike_min_count (3) at a fixed period: "at least" (docs/metrics.md), so a finding
+    thrice = [t * 1.8 if i in (5, 10, 15) else t for i, t in enumerate(STEADY)]
+    findings = _workloads.evaluate_ddp_smoke(ddp([thrice] * 2, [PRE] * 2), {}, 'h')
+    assert [f['check'] for f in findings] == ['workload.ddp_step_periodic']
+    assert 'steps 6, 11, 16 (every 5 steps' in findings[0]['message'], findings[0]['message']
 
 
 def test_straggler_is_named_with_its_host():

@@ -258,6 +258,9 @@ def elastic(result, spec=None, **kwargs):
     ({'exit_code': 1, 'steps_done': 7, 'ok': False, 'error': 'torchrun exited 1'}, ['workload.elastic_not_recovered'],
      'did not finish: torchrun exited 1'),
     ({'hung': True, 'exit_code': -15, 'ok': False, 'steps_done': None}, ['workload.elastic_not_recovered'], 'still running'),
+    # exit 0 after fewer steps than planned is not a finished job
+    ({'steps_done': 15}, ['workload.elastic_not_recovered'], 'exit code 0, 15 of 20 steps'),
+    ({'steps_done': None}, ['workload.elastic_not_recovered'], 'exit code 0, not reported of 20 steps'),
     # no kill, or a kill that caused no restart: the test failed, not the node, and the finding says so
     ({'killed': False, 'kill_step': None, 'restarts': 0, 'ok': False,
       'error': 'no rank was killed: the victim never reported holding after step 7'},
