@@ -1,6 +1,6 @@
 """Stand-in GPUs for a REAL podman (tests of the container smoke): a tiny local image made with ``podman import``
 (a root file system with only a shell, sleep and their C library; no registry) and a CDI spec under /var/run/cdi/
-for a vendor kind of the tests (``xuanwu-test.invalid/gpu``). Each stand-in device is a device node (/dev/null seen
+for a vendor kind of this test process (``xuanwu-test-<random>.invalid/gpu``). Each stand-in device is a device node (/dev/null seen
 as /dev/xuanwu-gpu<N>) with its UUID in the environment; the spec's common edits mount a test double of nvidia-smi
 that prints one ``GPU <n>: ... (UUID: ...)`` line per stand-in device it finds in the container. So the GPUs the
 container lists are exactly the devices podman injected from the spec."""
@@ -12,7 +12,9 @@ import subprocess
 import uuid
 
 PODMAN = shutil.which('podman')
-KIND = 'xuanwu-test.invalid/gpu'
+# one CDI vendor kind per test process: podman refuses a kind that two specs define, so two test runs at once (two
+# checkouts, or the unit and the integration suites side by side) must not share one
+KIND = 'xuanwu-test-%s.invalid/gpu' % uuid.uuid4().hex[:12]
 STAND_IN = '''#!/bin/sh
 # test double: stands in for nvidia-smi -L, one line per stand-in GPU device injected by the CDI spec
 i=0
