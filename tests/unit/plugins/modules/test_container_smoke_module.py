@@ -144,7 +144,7 @@ def test_two_test_runs_at_once_use_their_own_cdi_kind():
     """podman refuses a CDI kind that two specs define: another test process (a second checkout testing at the same
     moment) gets a kind of its own."""
     import subprocess
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    import podman_standin
     other = subprocess.run([sys.executable, '-c', 'import podman_standin; print(podman_standin.KIND)'],
-                           cwd=os.path.join(here, 'tests'), stdout=subprocess.PIPE, universal_newlines=True, check=True)
+                           cwd=os.path.dirname(os.path.abspath(podman_standin.__file__)), stdout=subprocess.PIPE, universal_newlines=True, check=True)
     assert other.stdout.strip() != KIND and other.stdout.strip().endswith('.invalid/gpu')
