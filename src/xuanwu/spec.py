@@ -336,6 +336,19 @@ def _task_id_of(name: str) -> str:
     return stem[:64] or 'task'
 
 
+def _job_or_template(params: Any, field: str) -> None:
+    """A task's params without a command template must be a job: when they are neither (the field guide's
+    ``{"model": "small", "steps": 100}``), say how our format runs them: a batch ``command`` template."""
+    if not isinstance(params, dict) or 'playbook' in params or 'command' in params:
+        return
+    names = [k for k in params if isinstance(k, str) and PARAM_RE.match(k)][:4] or ['name']
+    example = 'python3 train.py ' + ' '.join('--%s {%s}' % (k.replace('_', '-'), k) for k in names)
+    raise SpecError(_prefix(field, 'playbook'),
+                    'missing: a job needs playbook (a registered playbook name) or command (a shell command with '
+                    'nodes); to run one command per task with these params, give the batch a command template with '
+                    'a {name} per parameter instead, e.g. "command": "%s" (docs/jobs.md, batch files)' % example)
+
+
 def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
     """Validate a batch file's content; relative ``input_dir``/``output_dir`` are taken from ``base_dir``
     (the batch file's folder; default the current directory).
@@ -424,6 +437,7 @@ def parse_batch(data: dict, config, base_dir=None) -> BatchSpec:
                           nodes=list(nodes), argv=argv, cwd=str(base), env=env, retry_on_exit_codes=codes,
                           retry_on_timeout=on_timeout)
         else:
+            _job_or_template(item['params'], where + '.params')
             job = parse_job(item['params'], config, field=where + '.params', default_timeout=timeout,
                             default_name=task_id, default_retry_on_timeout=on_timeout)
         if template is not None:

@@ -168,6 +168,21 @@ def test_guide_batch_refusals_name_the_field(service):
     assert not os.path.exists(service['batches'] / 'outputs')
 
 
+def test_the_guides_batch_as_printed_is_refused_with_how_to_write_it_here(service):
+    # its params are neither a playbook job nor a command job: the answer says how our format runs them
+    resp = _post(service, '/api/v1/batches', GUIDE_BATCH)
+    assert resp.status_code == 422 and resp.json()['field'] == 'task_list[0].params.playbook', resp.text
+    detail = resp.json()['detail']
+    assert 'give the batch a command template' in detail, detail
+    assert '"command": "python3 train.py --model {model} --steps {steps}"' in detail, detail
+    assert 'docs/jobs.md' in detail
+    # and that is the fix: the same batch with that key (its program this test's own) runs
+    fixed = dict(GUIDE_BATCH, command='%s train.py --model {model} --steps {steps}' % sys.executable)
+    resp = _post(service, '/api/v1/batches', fixed)
+    assert resp.status_code == 201, resp.text
+    assert _final_batch(service, resp.json()['batch_id'])['status'] == 'succeeded'
+
+
 def test_secret_values_a_playbook_prints_are_masked_in_its_log_events_and_error(service, tmp_path):
     playbook = tmp_path / 'leaky.yml'
     playbook.write_text('- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n'
