@@ -1,29 +1,41 @@
 """The collection artifact: ``ansible-galaxy collection build`` of this checkout (galaxy.yml's ``build_ignore``).
 
 It holds what Ansible loads and what a user reads (plugins, roles, playbooks, profiles, meta/runtime.yml, docs,
-changelogs) and none of the development tree: the controller package (src/), benchmarks, tests, Molecule
-scenarios, development scripts. Nothing in it names a file of those at run time, so an installed collection
-misses nothing.
+changelogs), what an execution environment needs (meta/execution-environment.yml, requirements.txt, bindep.txt) and
+none of the development tree: the controller package (src/), benchmarks, tests, Molecule scenarios, development
+scripts, the development venvs' pins (requirements/), the checkout's ansible.cfg, the linters' settings. Nothing in it
+names a file of those at run time, so an installed collection misses nothing. galaxy.yml declares every other
+collection that the code calls, with a range that holds the versions tested here; meta/runtime.yml the controllers
+tested; docs/install/requirements.yml names this release and those versions.
 """
 import ast
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 
 import pytest
+import yaml
+
+from collection_artifact import INSTALL_DIR, build, collections_called, galaxy_yml, installed, manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LEFT_OUT = ('src', 'bench', 'tests', 'molecule', 'scripts', 'pyproject.toml', 'Makefile')
+LEFT_OUT = ('src', 'bench', 'tests', 'molecule', 'scripts', 'pyproject.toml', 'Makefile', 'requirements', 'ansible.cfg',
+            '.ansible-lint', '.yamllint', '.gitignore')
 KEPT = ('MANIFEST.json', 'FILES.json', 'README.md', 'meta/runtime.yml', 'plugins/modules', 'plugins/module_utils',
         'plugins/action', 'plugins/filter', 'roles', 'playbooks', 'profiles', 'changelogs', 'docs', 'site.yml',
-        'validate.yml')
+        'validate.yml', 'meta/execution-environment.yml', 'requirements.txt', 'bindep.txt', 'docs/install/requirements.yml',
+        'docs/install/execution-environment.yml')
+# Everything at the top of the artifact: what a user needs. A new entry is for users (add it here) or for development
+# (add it to galaxy.yml's build_ignore).
+TOP = ('MANIFEST.json', 'FILES.json', 'README.md', 'site.yml', 'validate.yml', 'requirements.txt', 'bindep.txt',
+       'changelogs', 'dashboards', 'docs', 'inventories', 'meta', 'playbooks', 'plugins', 'profiles', 'roles')
 MAX_BYTES = 2 * 1024 * 1024
 # a path into the development tree: "tests/fixtures", "{{ playbook_dir }}/../src"; not "nccl-tests/..." nor a bare
 # word ('src' is also a key of `ip route`)
-DEV_PATH = re.compile(r'(?<![\w.-])(?:src|bench|tests|molecule|scripts)/|\.\./(?:src|bench|tests|molecule|scripts)\b')
+DEV_PATH = re.compile(r'(?<![\w.-])(?:src|bench|tests|molecule|scripts|requirements)/'
+                      r'|\.\./(?:src|bench|tests|molecule|scripts|requirements)\b')
 
 
 def _galaxy():
@@ -38,11 +50,7 @@ def fixture_artifact(tmp_path_factory):
     galaxy = _galaxy()
     if not galaxy:
         pytest.skip('no ansible-galaxy in this venv or on PATH')
-    out = tmp_path_factory.mktemp('galaxy-build')
-    proc = subprocess.run([galaxy, 'collection', 'build', '--output-path', str(out), ROOT], capture_output=True,
-                          text=True, check=False, timeout=300, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (path,) = [str(p) for p in out.iterdir() if p.name.endswith('.tar.gz')]
+    path = build(tmp_path_factory.mktemp('galaxy-build'), galaxy)
     with tarfile.open(path) as tar:
         members = {m.name[2:] if m.name.startswith('./') else m.name: m for m in tar.getmembers()}
     return path, members
@@ -54,6 +62,7 @@ def test_the_artifact_holds_the_collection_and_no_development_tree(artifact):
     print('%s: %d bytes (%.2f MiB), %d members' % (os.path.basename(path), size, size / 1048576.0, len(members)))
     top = set(name.split('/', 1)[0] for name in members)
     assert not top & set(LEFT_OUT), 'left out by build_ignore, yet built in: %s' % sorted(top & set(LEFT_OUT))
+    assert sorted(top - set(TOP)) == [], 'new at the top of the artifact: for users (TOP) or development (build_ignore)?'
     assert [k for k in KEPT if k not in members] == []
     assert any(n.startswith('plugins/modules/') and n.endswith('.py') for n in members)
     assert any(n.startswith('roles/') and n.endswith('/tasks/main.yml') for n in members)
@@ -100,3 +109,56 @@ def test_the_finder_of_paths_into_the_development_tree():
     assert not DEV_PATH.search('src') and not DEV_PATH.search('- name: Copy the workload scripts')
     assert _code('a.yml', '# tests/unit/x.py keeps it\nkey: 1  # see bench/x.md\n') == ['', 'key: 1']
     assert _code('a.py', '"""tests/x"""\nX = "src/y"  # bench/z\n') == ['src/y']
+    assert DEV_PATH.search('pip install -r requirements/controller.txt')
+
+
+def test_the_artifact_carries_what_an_execution_environment_reads(artifact):
+    path, members = artifact
+    with tarfile.open(path) as tar:
+        meta = yaml.safe_load(tar.extractfile(members['meta/execution-environment.yml']).read())
+        assert meta['version'] == 1 and sorted(meta['dependencies']) == ['python', 'system']
+        for name in meta['dependencies'].values():
+            lines = tar.extractfile(members[name]).read().decode('utf-8').splitlines()
+            assert [line for line in lines if line.split('#')[0].strip()], '%s lists nothing' % name
+
+
+def test_galaxy_yml_declares_every_collection_the_code_calls():
+    called = collections_called()
+    declared = galaxy_yml()['dependencies']
+    assert sorted(called) == sorted(declared), 'called: %s; declared in galaxy.yml: %s' % (called, sorted(declared))
+    assert {'ansible.posix', 'community.crypto', 'community.general'} <= set(called)
+
+
+def test_each_dependency_range_holds_the_version_tested_here():
+    from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+    tested = {}
+    for collection, spec in sorted(galaxy_yml()['dependencies'].items()):
+        source = installed(collection)
+        if source is None:
+            pytest.skip('no installed copy of %s here (make setup installs the community bundle)' % collection)
+        tested[collection] = manifest(source)['version']
+        assert meets_requirements(tested[collection], spec), (collection, tested[collection], spec)
+        # below the next major: a new major may break a role
+        major = int(tested[collection].split('.')[0])
+        assert not meets_requirements('%d.0.0' % (major + 1), spec), (collection, spec)
+    # the site's example names this release and the tested dependencies, each a tarball
+    with open(os.path.join(INSTALL_DIR, 'requirements.yml')) as handle:
+        entries = yaml.safe_load(handle)['collections']
+    assert all(entry.get('type') == 'file' for entry in entries), entries
+    meta = galaxy_yml()
+    want = ['%s-%s-%s.tar.gz' % (meta['namespace'], meta['name'], meta['version'])]
+    want += ['%s-%s.tar.gz' % (c.replace('.', '-'), v) for c, v in sorted(tested.items())]
+    assert [entry['name'] for entry in entries] == want
+
+
+def test_requires_ansible_is_the_range_of_the_tested_controllers():
+    from packaging.specifiers import SpecifierSet
+    with open(os.path.join(ROOT, 'meta', 'runtime.yml')) as handle:
+        spec = SpecifierSet(yaml.safe_load(handle)['requires_ansible'])
+    pins = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'requirements'))):
+        with open(os.path.join(ROOT, 'requirements', name)) as handle:
+            pins += re.findall(r'^ansible-core==([0-9.]+)', handle.read(), re.M)
+    assert len(pins) >= 2 and all(spec.contains(pin) for pin in pins), (str(spec), pins)
+    assert spec.contains('2.16.0') and spec.contains('2.19.99') and not spec.contains('2.15.13')
+    assert not spec.contains('2.20.0'), 'a controller newer than those tested (requirements/controller*.txt)'
