@@ -104,7 +104,9 @@ class ActionModule(ActionBase):
         for host in args['hosts']:
             # each host's registered read once, from the fact caches (never hostvars[host], docs/architecture.md)
             registered = _node.host_values(hostvars, host, (args['result'],))[args['result']]
-            reads[host] = _mesh.parse_trust_read(registered.get('stdout') if isinstance(registered, dict) else None)
+            stdout = registered.get('stdout') if isinstance(registered, dict) else None
+            # no output at all (the task did not run there) reads as nothing read: no key, no address
+            reads[host] = _mesh.parse_trust_read(stdout if isinstance(stdout, str) else '')
         # host keys read over a channel that did not verify the node are trusted only for the hosts named for a first
         # enrolment; any other such host stops the role before anything is written
         unverified = dict((host, why) for host, why in ((h, self._channel_problem(hostvars, h)) for h in args['hosts']) if why)

@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import parse_gpu_list  # noqa: F401 pylint: disable=unused-import
 
 ENGINES = ('podman', 'docker')
 GPU_MODES = ('auto', 'cdi', 'gpus', 'runtime')
@@ -147,35 +148,6 @@ def run_argv(engine_path, engine, image, mode='auto', cdi_devices=DEFAULT_CDI_DE
 
 # nvidia-smi -L: "GPU 0: NVIDIA H200 (UUID: GPU-...)", under it one line per MIG device:
 # "  MIG 1g.10gb     Device  0: (UUID: MIG-...)" (before driver R470: "MIG-GPU-<uuid>/<gi>/<ci>")
-_GPU_LINE = re.compile(r'^GPU (\d+): (.*?)(?: \(UUID: ([^)\s]*)\))?\s*$')
-_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)\s]*)\)\s*$')
-
-
-def parse_gpu_list(text):
-    """``nvidia-smi -L`` -> ``{'gpus': [{'index', 'name', 'uuid', 'mig': [{'profile', 'index', 'uuid'}]}]}``.
-
-    Raises ParseError when no GPU line is there or a line is not one nvidia-smi -L prints (quoting it)."""
-    gpus, unknown = [], []
-    for line in (text or '').splitlines():
-        if not line.strip():
-            continue
-        match = _GPU_LINE.match(line)
-        if match:
-            gpus.append({'index': int(match.group(1)), 'name': match.group(2).strip(),
-                         'uuid': match.group(3) if match.group(3) not in (None, '', 'N/A') else None, 'mig': []})
-            continue
-        mig = _MIG_LINE.match(line)
-        if mig and gpus:
-            gpus[-1]['mig'].append({'profile': mig.group(1), 'index': int(mig.group(2)), 'uuid': mig.group(3)})
-            continue
-        unknown.append(line)
-    if unknown:
-        raise ParseError('nvidia-smi -L', '%d line(s) that nvidia-smi -L does not print' % len(unknown), '\n'.join(unknown))
-    if not gpus:
-        raise ParseError('nvidia-smi -L', 'no "GPU <n>: <name> (UUID: ...)" line', text)
-    return {'gpus': gpus}
-
-
 def expected_from_facts(gpu):
     """What the container must see, from the probe's ``gpu`` facts: ``{vendor, count, uuids}`` (docs/facts.md)."""
     if not isinstance(gpu, dict):

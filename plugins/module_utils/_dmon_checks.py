@@ -284,8 +284,8 @@ def _violation_cause(load):
     """What dmon's violation counters say held the clock down under load (for a run without clock event reasons):
     thermal (tviol), the power limit (pviol), or None."""
     if load.get('tviol_samples'):
-        return "dmon's tviol (thermal violation) was set in %d of %d samples under load" % (load['tviol_samples'],
-                                                                                           load['samples'])
+        return "dmon's tviol (thermal violation) was set in %d of %d samples under load" % (
+            load['tviol_samples'], load['samples'])
     if load.get('pviol_median'):
         return "dmon's pviol was %s %% (median under load): the power limit held the clock" % _g(load['pviol_median'])
     return None

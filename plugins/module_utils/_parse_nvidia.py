@@ -949,3 +949,36 @@ def _gpu_usage(gpu, text):
                 'used_memory_mib': _xml_int(_child_text(info, 'used_memory'), 'process used_memory', text),
             })
     return {'compute_mode': None if _is_na(mode) else mode, 'processes': processes}
+
+
+# nvidia-smi -L (the container smoke lists the GPUs a container sees with it)
+# an index of up to 4 digits: a GPU or MIG index a node can have (a longer run is not nvidia-smi's)
+_GPU_LINE = re.compile(r'^GPU (\d{1,4}): (.*?)(?: \(UUID: ([^)\s]*)\))?\s*$')
+_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d{1,4}): \(UUID: ([^)\s]*)\)\s*$')
+
+
+def parse_gpu_list(text):
+    """``nvidia-smi -L`` -> ``{'gpus': [{'index', 'name', 'uuid', 'mig': [{'profile', 'index', 'uuid'}]}]}``.
+
+    Raises ParseError when no GPU line is there or a line is not one nvidia-smi -L prints (quoting it)."""
+    gpus, unknown = [], []
+    if not isinstance(text, str):
+        raise ParseError('nvidia-smi -L', 'expected text, got %s' % type(text).__name__, text)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _GPU_LINE.match(line)
+        if match:
+            gpus.append({'index': int(match.group(1)), 'name': match.group(2).strip(),
+                         'uuid': match.group(3) if match.group(3) not in (None, '', 'N/A') else None, 'mig': []})
+            continue
+        mig = _MIG_LINE.match(line)
+        if mig and gpus:
+            gpus[-1]['mig'].append({'profile': mig.group(1), 'index': int(mig.group(2)), 'uuid': mig.group(3)})
+            continue
+        unknown.append(line)
+    if unknown:
+        raise ParseError('nvidia-smi -L', '%d line(s) that nvidia-smi -L does not print' % len(unknown), '\n'.join(unknown))
+    if not gpus:
+        raise ParseError('nvidia-smi -L', 'no "GPU <n>: <name> (UUID: ...)" line', text)
+    return {'gpus': gpus}

@@ -12,15 +12,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _collectives, _container, _findings, _host_samples, _links, _scheduler,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nccl import parse_nccl_tests
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_workloads import RESULT_TAG, parse_result_lines
 
-RESULT_TAG = 'XUANWU_RESULT'
 # kinds whose output holds XUANWU_RESULT lines
 RESULT_KINDS = ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'gpu_single', 'elastic_restart')
 # GPU-sample bounds that cannot apply to a kind of workload: {kind: {bound: why}} (workload_check leaves them unjudged
@@ -158,23 +156,6 @@ CHECKS.update(_host_samples.CHECKS)
 
 def _finding(host, check, component, measured, expected, message, severity=None, context=None):
     return _findings.make(CHECKS, host, check, component, measured, expected, message, severity=severity, context=context)
-
-
-def parse_result_lines(text):
-    """Return every ``XUANWU_RESULT {json}`` object printed in ``text`` (in order)."""
-    results = []
-    for line in (text or '').splitlines():
-        line = line.strip()
-        if not line.startswith(RESULT_TAG + ' '):
-            continue
-        try:
-            value = json.loads(line[len(RESULT_TAG) + 1:])
-        except ValueError as err:
-            raise ParseError('workload', 'malformed %s line: %s' % (RESULT_TAG, err), line)
-        if not isinstance(value, dict):
-            raise ParseError('workload', '%s is not a JSON object' % RESULT_TAG, line)
-        results.append(value)
-    return results
 
 
 def _parse(run, parser):

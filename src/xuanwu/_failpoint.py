@@ -24,8 +24,8 @@ _lock = threading.Lock()
 def _parse(text: str) -> dict:
     points = {}
     for item in filter(None, (part.strip() for part in (text or '').split(','))):
-        name, _, rest = item.partition(':')
-        action, _, times = rest.partition(':')
+        name, rest = item.partition(':')[::2]
+        action, times = rest.partition(':')[::2]
         if action not in ACTIONS or (times and not times.isdigit()):
             raise SystemExit('xuanwu: %s: %r is not <point>:<kill|enospc>[:<times>]' % (VARIABLE, item))
         points[name] = [action, int(times or 1)]

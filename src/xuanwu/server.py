@@ -404,10 +404,9 @@ def create_app(config, store, executor, token: str | None, body_limit: int = DEF
             # the store or the data dir cannot be written: nothing was accepted, and the client may try again later
             LOG.error('%s %s refused: the disk of the data dir %s is full: %s', request.method,
                       log_safe(request.url.path), config.data_dir, exc)
+            why = exc.strerror if isinstance(exc, OSError) else exc
             return _error(507, 'the service cannot write its data dir: the disk is full (%s); nothing was accepted '
-                          'or changed; try again once space is freed' % (exc.strerror if isinstance(exc, OSError)
-                                                                        else exc), 'service',
-                          headers={'Retry-After': '60'})
+                          'or changed; try again once space is freed' % why, 'service', headers={'Retry-After': '60'})
         LOG.error('%s %s failed: %s: %s', request.method, request.url.path, type(exc).__name__, exc, exc_info=exc)
         return _error(500, 'internal error; the service log has the details')
 

@@ -277,7 +277,7 @@ def test_a_rollout_killed_while_its_batch_drains_leaves_a_record_naming_the_node
     proc = _start_rollout(cluster)
     try:
         if when == 'during the drain command':
-            _wait(lambda: (tmp_path / 'drain-held').exists(), 'the canary drain to begin')
+            _wait((tmp_path / 'drain-held').exists, 'the canary drain to begin')
         else:
             _wait(lambda: 'DRAIN' in cluster.nodes()['node1']['state'], 'the canary to be drained')
         proc.kill()                     # kill -9 of the rollout; its worker goes on

@@ -34,7 +34,7 @@ def graph():
     out = {}
     for folder in FOLDERS:
         for path in glob.glob(os.path.join(ROOT, folder, '*.py')):
-            name = '%s.%s' % (folder.split('/')[-1], os.path.basename(path)[:-3])
+            name = '%s.%s' % (folder.rsplit('/', maxsplit=1)[-1], os.path.basename(path)[:-3])
             out[name] = imports_of(path)
     return out
 

@@ -79,8 +79,8 @@ time.sleep(60)
 '''
 
 
-def test_the_cgroup_of_a_scheduler_killed_while_it_launched_is_removed_when_the_next_one_recovers(tmp_path,
-                                                                                                cgroup_parent):
+def test_the_cgroup_of_a_scheduler_killed_while_it_launched_is_removed_when_the_next_one_recovers(
+        tmp_path, cgroup_parent):
     done = subprocess.run([sys.executable, '-c', KILLED_AFTER_THE_CGROUP, str(tmp_path), str(cgroup_parent), HERE],
                           env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
                           check=False)

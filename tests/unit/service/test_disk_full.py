@@ -142,7 +142,7 @@ def test_a_job_whose_output_fills_a_real_disk_is_failed_with_that_reason_once_sp
         spec = parse_job({'name': 'floods', 'nodes': ['localhost'], 'command': 'head -c 40000000 /dev/zero'}, cfg)
         job_id = executor.submit(spec)
         adir = cfg.data_dir / 'jobs' / job_id / 'attempt-1'
-        wait_for(lambda: (adir / 'exit.json.tmp').exists(), 30, 'the attempt trying to write its result')
+        wait_for((adir / 'exit.json.tmp').exists, 30, 'the attempt trying to write its result')
         assert runner.free_bytes(small_disk) < 65536
         time.sleep(1.0)     # the executor tries to record the end meanwhile: the job is not final, nor lost
         job = store.get_job(job_id)
@@ -224,7 +224,7 @@ def test_a_submission_on_a_real_full_disk_is_refused_with_507_and_why(small_disk
     body = {'name': 'full', 'nodes': ['localhost'], 'command': 'echo %s' % ('x' * 8000)}
     try:
         filler = fill(small_disk)
-        answers = [requests.post(base + '/api/v1/jobs', json=body, headers=auth, timeout=20) for _ in range(20)]
+        answers = [requests.post(base + '/api/v1/jobs', json=body, headers=auth, timeout=20) for _try in range(20)]
         refused = [a for a in answers if a.status_code != 201]
         assert refused, 'a full disk accepted 20 jobs'
         for answer in refused:

@@ -8,14 +8,12 @@ The faults are armed through the service's XUANWU_FAILPOINT (xuanwu._failpoint);
 is in test_disk_full.py."""
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
-from real_jobs import ROOT, config, env, pid_alive, wait_for
+from real_jobs import ROOT, config, env, pid_alive
 from xuanwu import FINAL_STATES
 from xuanwu.store import Store
 
@@ -194,7 +192,7 @@ def test_two_services_on_one_store_run_every_job_once(tmp_path):
     ids = [store.create_job(parse_job(job_spec(runs / ('j%d' % i), sleep=0.1), cfg).to_dict(), 'command', 'j%d' % i)
            for i in range(12)]
     services = [subprocess.Popen([sys.executable, DRIVER, str(tmp_path), 'serve'], env=env(), cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _one in range(2)]
     for service in services:
         out, err = service.communicate(timeout=90)
         assert service.returncode == 0, err[-3000:]

@@ -272,7 +272,7 @@ def test_what_cannot_be_read_is_a_problem_not_an_error():
         '== host-keys\n', '== host-keys\ncat: /etc/ssh/ssh_host_ed25519_key.pub: Permission denied\n'))
     assert parsed['user_key'] is None
     assert any('not a public key' in p for p in parsed['problems']) and any('addresses' in p for p in parsed['problems'])
-    assert _mesh.parse_trust_read(None)['problems'] == []
+    assert _mesh.parse_trust_read('')['problems'] == []
 
 
 def test_every_node_is_known_by_name_ansible_host_and_own_addresses_once():
