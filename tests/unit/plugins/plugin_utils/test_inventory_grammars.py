@@ -92,3 +92,9 @@ def test_batch_sizes_that_would_crash_ansible_are_refused_naming_the_variable(va
     assert len(problems) == 1, problems
     assert problems[0].startswith("variable 'xuanwu_serial' ") and 'whole percentage' in problems[0], problems
     assert shown in problems[0] or 'empty' in problems[0], problems
+
+
+def test_the_variables_the_xuanwu_command_sets_are_known():
+    """A batch task with an input_dir gets xuanwu_input_dir (docs/jobs.md): the preflight must not refuse it."""
+    assert _collection.check_inventory_vars({'xuanwu_input_dir': '/srv/batches/inputs'}, KNOWN) == []
+    assert _collection.check_inventory_vars({'xuanwu_gate_deferred': True}, KNOWN) == []
