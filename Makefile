@@ -5,6 +5,7 @@
 #   make unit | lint | sanity | integration | molecule | bench | demo
 #   make fuzz         every parser's fuzz tests with 10,000 examples each (make unit runs 150)
 #   make docs         regenerate every generated page: docs/checks.md, profiles.md, facts.md, fault-corpus.md, the probe table
+#   make wheel        the controller package (the xuanwu command and service, xuanwu-run-diff): dist/xuanwu-<version>-py3-none-any.whl
 #   make molecule     the roles in podman containers (root; docs/molecule.md); MOLECULE_SCENARIOS=chrony
 
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ STAMP     := $(VENV)/.requirements.sha256
 PYTEST_ARGS ?= -q
 SUITES    := unit lint sanity integration molecule
 
-.PHONY: help setup test unit fuzz docs lint sanity integration molecule bench demo demo-bundles clean
+.PHONY: help setup test unit fuzz docs wheel lint sanity integration molecule bench demo demo-bundles clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -45,6 +46,11 @@ fuzz: $(STAMP)
 # functions return, and fail until this has run.
 docs: $(STAMP)
 	$(VENV)/bin/python scripts/docs.py
+
+# The package of src/xuanwu for users of the collection, whose tarball leaves it out (pip install the wheel): built
+# from a copy of src/ and pyproject.toml with .venv's setuptools, offline (scripts/build-wheel.sh).
+wheel: $(STAMP)
+	bash scripts/build-wheel.sh dist
 
 lint: $(STAMP)
 	bash scripts/lint.sh

@@ -59,9 +59,10 @@ if [ "${SETUP_SKIP_216:-0}" != 1 ]; then
     make_venv .venv-2.16 requirements/controller-2.16.txt requirements/test-base.txt
 fi
 
-# The controller-side package (src/xuanwu, the `xuanwu` command), editable, into the main venv; its
-# dependencies come from requirements/service.txt above.
-if ! .venv/bin/python -c 'import sys, xuanwu; sys.exit(0 if xuanwu.__file__.startswith(sys.argv[1]) else 1)' "$ROOT/src/" 2>/dev/null; then
+# The controller-side package (src/xuanwu, the `xuanwu` and `xuanwu-run-diff` commands), editable, into the main
+# venv; its dependencies come from requirements/service.txt above. Again when a command of pyproject.toml is missing.
+if ! .venv/bin/python -c 'import sys, xuanwu; sys.exit(0 if xuanwu.__file__.startswith(sys.argv[1]) else 1)' "$ROOT/src/" 2>/dev/null \
+    || [ ! -x .venv/bin/xuanwu-run-diff ]; then
     log "installing the xuanwu package (src/) into .venv"
     .venv/bin/python -m pip install "${PIP_FLAGS[@]}" --no-deps -e .
 fi

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from .collection import find_root
+
 SCHEDULERS = ('slurm', 'local', 'auto')
 DEFAULT_PLAYBOOKS = {
     'validate': 'playbooks/validate.yml',
@@ -23,14 +25,12 @@ class ConfigError(ValueError):
 
 
 def _project_root() -> Path:
+    """``$XUANWU_PROJECT_ROOT``, else the collection that ``xuanwu.collection`` finds (the checkout that holds this
+    package, the current folder or a parent, an installed collection), else the current folder."""
     env = os.environ.get('XUANWU_PROJECT_ROOT')
     if env:
         return Path(env).resolve()
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / 'galaxy.yml').is_file() and (parent / 'playbooks').is_dir():
-            return parent
-    return Path.cwd().resolve()
+    return find_root() or Path.cwd().resolve()
 
 
 def _data_dir() -> Path:

@@ -460,7 +460,13 @@ class Executor:
         extra = {'PYTHONPATH': os.pathsep.join(filter(None, [SRC, os.environ.get('PYTHONPATH')])),
                  proctree.MARK_ENV: job['mark']}
         if spec.kind == 'playbook':
-            extra['ANSIBLE_CONFIG'] = str(self.config.project_root / 'ansible.cfg')
+            # a checkout's ansible.cfg; an installed collection has none: Ansible's own search for a configuration
+            # applies, and ansible-playbook finds the collection where this process did (xuanwu.collection)
+            ansible_cfg = self.config.project_root / 'ansible.cfg'
+            if ansible_cfg.is_file():
+                extra['ANSIBLE_CONFIG'] = str(ansible_cfg)
+            elif os.environ.get('ANSIBLE_COLLECTIONS_PATH'):
+                extra['ANSIBLE_COLLECTIONS_PATH'] = os.environ['ANSIBLE_COLLECTIONS_PATH']
         env = job_environment(spec.env, extra)
         if not shutil.which('ansible-playbook', path=env.get('PATH')):
             # the controller's ansible next to this Python (a venv that is not activated)

@@ -6,12 +6,15 @@ none of the development tree: the controller package (src/), benchmarks, tests, 
 scripts, the development venvs' pins (requirements/), the checkout's ansible.cfg, the linters' settings. Nothing in it
 names a file of those at run time, so an installed collection misses nothing. galaxy.yml declares every other
 collection that the code calls, with a range that holds the versions tested here; meta/runtime.yml the controllers
-tested; docs/install/requirements.yml names this release and those versions.
+tested; docs/install/requirements.yml names this release and those versions. The GPU-host runner
+(files/gpu-host-run.sh) is in it and runs from an installed collection; the controller package is a wheel of its
+own (tests/unit/xuanwu/test_wheel.py).
 """
 import ast
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tarfile
 
@@ -26,11 +29,13 @@ LEFT_OUT = ('src', 'bench', 'tests', 'molecule', 'scripts', 'pyproject.toml', 'M
 KEPT = ('MANIFEST.json', 'FILES.json', 'README.md', 'meta/runtime.yml', 'plugins/modules', 'plugins/module_utils',
         'plugins/action', 'plugins/filter', 'roles', 'playbooks', 'profiles', 'changelogs', 'docs', 'site.yml',
         'validate.yml', 'meta/execution-environment.yml', 'requirements.txt', 'bindep.txt', 'docs/install/requirements.yml',
-        'docs/install/execution-environment.yml')
+        'docs/install/execution-environment.yml', 'files/gpu-host-run.sh')
 # Everything at the top of the artifact: what a user needs. A new entry is for users (add it here) or for development
 # (add it to galaxy.yml's build_ignore).
 TOP = ('MANIFEST.json', 'FILES.json', 'README.md', 'site.yml', 'validate.yml', 'requirements.txt', 'bindep.txt',
-       'changelogs', 'dashboards', 'docs', 'inventories', 'meta', 'playbooks', 'plugins', 'profiles', 'roles')
+       'changelogs', 'dashboards', 'docs', 'files', 'inventories', 'meta', 'playbooks', 'plugins', 'profiles', 'roles')
+# the GPU-host runner, run from an installed collection (docs/development.md); scripts/gpu-host-run.sh of a checkout
+RUNNER = 'files/gpu-host-run.sh'
 MAX_BYTES = 2 * 1024 * 1024
 # a path into the development tree: "tests/fixtures", "{{ playbook_dir }}/../src"; not "nccl-tests/..." nor a bare
 # word ('src' is also a key of `ip route`)
@@ -162,3 +167,90 @@ def test_requires_ansible_is_the_range_of_the_tested_controllers():
     assert len(pins) >= 2 and all(spec.contains(pin) for pin in pins), (str(spec), pins)
     assert spec.contains('2.16.0') and spec.contains('2.19.99') and not spec.contains('2.15.13')
     assert not spec.contains('2.20.0'), 'a controller newer than those tested (requirements/controller*.txt)'
+
+
+def test_the_gpu_host_runner_is_in_the_artifact_and_executable(artifact):
+    _path, members = artifact
+    assert members[RUNNER].isfile() and members[RUNNER].mode & 0o111 == 0o111
+    # the checkout's old path runs the same file
+    with open(os.path.join(ROOT, 'scripts', 'gpu-host-run.sh'), encoding='utf-8') as handle:
+        assert '/../files/gpu-host-run.sh"' in handle.read()
+
+
+def _stand_in_venv(folder):
+    """A GPU venv whose ansible-playbook prints its working directory, collections path and arguments."""
+    (folder / 'bin').mkdir(parents=True)
+    stub = folder / 'bin' / 'ansible-playbook'
+    stub.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "ansible-playbook [core 2.19.14]"; exit 0; }\n'
+                    'printf "cwd=%s\\ncollections=%s\\n" "$PWD" "$ANSIBLE_COLLECTIONS_PATH"\n'
+                    'for a in "$@"; do printf "arg=%s\\n" "$a"; done\n')
+    stub.chmod(0o755)
+    return folder
+
+
+def _runner(script, argv, cwd, **env):
+    """(rc, {key: [values]} of the stand-in's lines, stderr) of ``bash script argv`` in ``cwd``."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(('ANSIBLE_', 'GPU_VENV', 'WHEELS', 'INVENTORY'))}
+    environ.update(env)
+    proc = subprocess.run(['bash', str(script)] + [str(a) for a in argv], cwd=str(cwd), env=environ,
+                          capture_output=True, text=True, check=False, timeout=60)
+    lines = {}
+    for line in proc.stdout.splitlines():
+        key, sep, value = line.partition('=')
+        if sep and key in ('cwd', 'collections', 'arg'):
+            lines.setdefault(key, []).append(value)
+    return proc.returncode, lines, proc.stderr
+
+
+def _tree(top):
+    return sorted((str(p.relative_to(top)), p.stat().st_mtime_ns) for p in top.rglob('*'))
+
+
+def test_the_gpu_host_runner_runs_from_an_installed_collection(artifact, tmp_path):
+    path, _members = artifact
+    collections = tmp_path / 'collections'
+    installed = collections / 'ansible_collections' / 'xuanwu' / 'cluster'
+    installed.mkdir(parents=True)
+    with tarfile.open(path) as tar:
+        tar.extractall(str(installed), filter='data')
+    home, work = tmp_path / 'home', tmp_path / 'work'
+    home.mkdir()
+    venv = _stand_in_venv(work / '.venv-gpu-host')
+    before = _tree(installed)
+    rc, got, err = _runner(installed / RUNNER, ['playbooks/validate.yml', '-e', 'xuanwu_profile=h100x1'], work,
+                           HOME=str(home), INVENTORY='inventories/gpu-host')
+    assert rc == 0, err
+    # run in the current folder, the collection first on the collections path, its playbook and inventory
+    assert got['cwd'] == [str(work)]
+    assert got['collections'] == ['%s:%s/.ansible/collections:/usr/share/ansible/collections' % (collections, home)]
+    assert got['arg'] == ['-i', str(installed / 'inventories' / 'gpu-host'), '-c', 'local', '-e',
+                          'ansible_connection=local', '-e', 'ansible_python_interpreter=%s/bin/python' % venv,
+                          str(installed / 'playbooks' / 'validate.yml'), '-e', 'xuanwu_profile=h100x1']
+    assert _tree(installed) == before, 'the runner wrote into the installed collection'
+    # a playbook by its FQCN; the caller's collections path after the collection's
+    rc, got, err = _runner(installed / RUNNER, ['xuanwu.cluster.validate'], work, HOME=str(home),
+                           ANSIBLE_COLLECTIONS_PATH='/opt/site-collections')
+    assert rc == 0, err
+    assert got['collections'] == ['%s:/opt/site-collections' % collections]
+    assert got['arg'][:2] == ['-i', 'localhost,'] and got['arg'][-1] == 'xuanwu.cluster.validate'
+    # no venv and no wheels to make one: what is missing, where
+    rc, got, err = _runner(installed / RUNNER, ['playbooks/validate.yml'], tmp_path, HOME=str(home))
+    assert rc == 1 and 'no ansible-core wheel under wheels/gpu-host (in %s)' % tmp_path in err, err
+    rc, got, err = _runner(installed / RUNNER, ['playbooks/nothing.yml'], work, HOME=str(home))
+    assert rc == 2 and 'no playbook at playbooks/nothing.yml' in err, err
+    # a copy not under ansible_collections/xuanwu/cluster: Ansible would not find it as xuanwu.cluster
+    loose = tmp_path / 'loose'
+    with tarfile.open(path) as tar:
+        tar.extractall(str(loose), filter='data')
+    rc, got, err = _runner(loose / RUNNER, ['playbooks/validate.yml'], work, HOME=str(home))
+    assert rc == 2 and 'ansible_collections/xuanwu/cluster' in err, err
+
+
+def test_the_gpu_host_runner_of_the_checkout(tmp_path):
+    venv = _stand_in_venv(tmp_path / 'venv')
+    rc, got, err = _runner(os.path.join(ROOT, 'scripts', 'gpu-host-run.sh'), ['playbooks/validate.yml'], tmp_path,
+                           GPU_VENV=str(venv), INVENTORY='inventories/gpu-host')
+    assert rc == 0, err
+    assert got['cwd'] == [ROOT] and got['collections'] == [os.path.join(ROOT, '.collections')]
+    assert got['arg'][:2] == ['-i', os.path.join(ROOT, 'inventories', 'gpu-host')]
+    assert got['arg'][-1] == os.path.join(ROOT, 'playbooks', 'validate.yml')

@@ -8,6 +8,7 @@
 """
 import ast
 import os
+from pathlib import Path
 
 import pytest
 
@@ -171,15 +172,39 @@ def _collection(folder):
 
 def test_the_collection_is_imported_by_its_name_from_the_project_root(tmp_path, monkeypatch):
     monkeypatch.delenv('XUANWU_PROJECT_ROOT', raising=False)
+    # no collection of this machine's collections paths (~/.ansible/collections, $ANSIBLE_COLLECTIONS_PATH)
+    monkeypatch.setenv('ANSIBLE_COLLECTIONS_PATH', str(tmp_path / 'none'))
     root = _collection(tmp_path / 'checkout')
     installed = _collection(tmp_path / 'installed' / 'ansible_collections' / 'xuanwu' / 'cluster')
     name = 'ansible_collections.xuanwu.cluster.plugins.module_utils._redact'
     where = str(root / 'plugins' / 'module_utils' / '_redact.py')
+    installed_where = str(installed / 'plugins' / 'module_utils' / '_redact.py')
     # $XUANWU_PROJECT_ROOT: that folder, also where an installed collection is on sys.path
     assert _import_redaction(tmp_path, {'XUANWU_PROJECT_ROOT': str(root)}) == [where, name]
     assert _import_redaction(tmp_path, {'XUANWU_PROJECT_ROOT': str(root)}, [tmp_path / 'installed']) == [where, name]
-    # no checkout found: the installed collection
-    assert _import_redaction(tmp_path, path=[tmp_path / 'installed']) == [
-        str(installed / 'plugins' / 'module_utils' / '_redact.py'), name]
-    got = _import_redaction(tmp_path)
-    assert got[0] == 'ImportError' and 'xuanwu.cluster' in ' '.join(got)
+    # no checkout found: the installed collection, on sys.path or on a collections path
+    assert _import_redaction(tmp_path, path=[tmp_path / 'installed']) == [installed_where, name]
+    for value in ('%s:%s', '%s:%s/ansible_collections'):
+        paths = value % (tmp_path / 'none', tmp_path / 'installed')
+        assert _import_redaction(tmp_path, {'ANSIBLE_COLLECTIONS_PATH': paths}) == [installed_where, name]
+    # Ansible's default collections path under $ANSIBLE_HOME, where $ANSIBLE_COLLECTIONS_PATH is not set
+    home = tmp_path / 'ansible-home'
+    default = _collection(home / 'collections' / 'ansible_collections' / 'xuanwu' / 'cluster')
+    monkeypatch.delenv('ANSIBLE_COLLECTIONS_PATH')
+    assert _import_redaction(tmp_path, {'ANSIBLE_HOME': str(home)}) == [
+        str(default / 'plugins' / 'module_utils' / '_redact.py'), name]
+    # none: what is needed, in one message
+    got = ' '.join(_import_redaction(tmp_path, {'ANSIBLE_HOME': str(tmp_path / 'none')}))
+    assert got.startswith('ImportError') and 'xuanwu.cluster was not found' in got, got
+    assert str(tmp_path / 'none' / 'collections' / 'ansible_collections' / 'xuanwu' / 'cluster') in got
+    assert 'ANSIBLE_COLLECTIONS_PATH' in got and 'XUANWU_PROJECT_ROOT' in got
+
+
+def test_the_configuration_runs_the_playbooks_of_the_collection_found(tmp_path, monkeypatch):
+    """Config's default project_root: $XUANWU_PROJECT_ROOT, else the collection of xuanwu.collection (here the
+    checkout holding the package)."""
+    from xuanwu.config import Config
+    monkeypatch.delenv('XUANWU_PROJECT_ROOT', raising=False)
+    assert Config(data_dir=str(tmp_path)).project_root == Path(ROOT).resolve()
+    monkeypatch.setenv('XUANWU_PROJECT_ROOT', str(tmp_path))
+    assert Config(data_dir=str(tmp_path)).project_root == tmp_path.resolve()
