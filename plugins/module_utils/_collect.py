@@ -69,15 +69,20 @@ def _quote(arg):
 class Probe(object):
     """A probe: its key, the group that switches it on, the profile sections its facts feed (``feeds``,
     a space-separated string: a failed probe fails the checks of those sections and only warns
-    elsewhere), the ways to obtain its output (``alternatives``, tried in order) and a note for the
-    probe table of docs/capture-format.md (``_probe.probes_markdown``)."""
+    elsewhere), the ways to obtain its output (``alternatives``, tried in order), a note for the
+    probe table of docs/capture-format.md (``_probe.probes_markdown``) and where its facts land.
 
-    def __init__(self, key, group, feeds, alternatives, note=None):
+    ``lands``: the fact path (``'host.memory'``, a string: the node never imports the facts code) at which
+    ``_probe.place`` puts the parser's result as it is; the facts schema's ``probe`` of that fact is derived from
+    it (``_facts``). None for a probe whose facts ``_probe`` assembles by hand (``_probe.ASSEMBLED`` says why)."""
+
+    def __init__(self, key, group, feeds, alternatives, note=None, lands=None):
         self.key = key
         self.group = group
         self.feeds = tuple(feeds.split())
         self.alternatives = alternatives
         self.note = note
+        self.lands = lands
 
     @property
     def name(self):
@@ -89,39 +94,40 @@ def base_probes(disk_paths=('/',)):
     A = Alternative
     query = 'nvidia-smi --query-gpu=%s --format=csv' % ','.join(QUERY_GPU_FIELDS)
     return [
-        Probe('os_release', 'host', 'host', [A('host.parse_os_release', path='/etc/os-release')]),
-        Probe('uname', 'host', 'host', [A('host.parse_uname', argv=['uname', '-a'])]),
-        Probe('kernel_modules', 'host', 'host', [A('host.parse_proc_modules', path='/proc/modules')]),
+        Probe('os_release', 'host', 'host', [A('host.parse_os_release', path='/etc/os-release')], lands='host.os'),
+        Probe('uname', 'host', 'host', [A('host.parse_uname', argv=['uname', '-a'])], lands='host.kernel'),
+        Probe('kernel_modules', 'host', 'host', [A('host.parse_proc_modules', path='/proc/modules')], lands='host.kernel_modules'),
         Probe('chrony', 'host', 'host', [A('host.parse_chronyc_tracking', argv=['chronyc', '-c', 'tracking'])]),
         Probe('listening', 'host', 'host', [A('host.parse_ss_listening', argv=['ss', '-H', '-l', '-n', '-t', '-u', '-p']),
                                             A('host.parse_proc_net_listening', internal='proc_net_listening')],
-              note='(without `ss`: /proc/net/tcp, tcp6, udp, udp6, which do not name the process)'),
+              note='(without `ss`: /proc/net/tcp, tcp6, udp, udp6, which do not name the process)', lands='host.listening'),
         Probe('disks', 'host', 'host', [A('host.parse_df', argv=['df', '-P', '-B1'] + list(disk_paths))], note='(`disk_paths`)'),
         Probe('memlock', 'host', 'host', [A('host.parse_ulimit_memlock', argv=['sh', '-c', 'ulimit -l'])]),
-        Probe('meminfo', 'host', 'host', [A('host.parse_meminfo', path='/proc/meminfo')]),
+        Probe('meminfo', 'host', 'host', [A('host.parse_meminfo', path='/proc/meminfo')], lands='host.memory'),
         Probe('mounts', 'host', 'host', [A('host.parse_proc_mounts', path='/proc/mounts')],
-              note='(device, mount point and type are kept: the options of a mount can name its credentials)'),
-        Probe('lspci', 'host', 'host', [A('host.parse_lspci_acs', argv=['lspci', '-vvv'])]),
+              note='(device, mount point and type are kept: the options of a mount can name its credentials)', lands='host.mounts'),
+        Probe('lspci', 'host', 'host', [A('host.parse_lspci_acs', argv=['lspci', '-vvv'])], lands='host.pcie_acs'),
         Probe('processes', 'host', 'host', [A('host.parse_ps', argv=['ps', '-e', '-ww', '-o', PS_FORMAT])],
               note='(a bundle holds the whole list: command lines can carry secrets, look before sharing it)'),
         Probe('nvidia_query_gpu', 'gpu', 'gpu software', [A('nvidia.parse_query_gpu', argv=query.split(' '))]),
         Probe('nvidia_smi_xml', 'gpu', 'gpu software', [A('nvidia.parse_smi_xml', argv=['nvidia-smi', '-q', '-x'])]),
-        Probe('nvidia_topo', 'gpu', 'gpu', [A('nvidia.parse_topo_matrix', argv=['nvidia-smi', 'topo', '-m'])]),
-        Probe('nvidia_nvlink', 'gpu', 'gpu', [A('nvidia.parse_nvlink_status', argv=['nvidia-smi', 'nvlink', '--status'])]),
+        Probe('nvidia_topo', 'gpu', 'gpu', [A('nvidia.parse_topo_matrix', argv=['nvidia-smi', 'topo', '-m'])], lands='gpu.topology'),
+        Probe('nvidia_nvlink', 'gpu', 'gpu', [A('nvidia.parse_nvlink_status', argv=['nvidia-smi', 'nvlink', '--status'])], lands='gpu.nvlink'),
         Probe('nvidia_nvlink_errors', 'gpu', 'gpu', [A('nvidia.parse_nvlink_errors', argv=['nvidia-smi', 'nvlink', '-e'])],
-              note='(error counters of every link since the driver loaded or they were reset)'),
+              note='(error counters of every link since the driver loaded or they were reset)', lands='gpu.nvlink_errors'),
         Probe('nvidia_proc_version', 'gpu', 'gpu software', [A('nvidia.parse_proc_driver_version', path='/proc/driver/nvidia/version')],
-              note="(the loaded kernel module's own version)"),
+              note="(the loaded kernel module's own version)", lands='gpu.kernel_module'),
         Probe('kernel_log', 'xid', 'gpu host', [A('nvidia.parse_xid_events', argv=['journalctl', '-k', '-b', '--no-pager', '-o', 'short-iso']),
                                                 A('nvidia.parse_xid_events', argv=['dmesg'])],
-              note='(parsed twice: Xid events and link events)'),
+              note='(parsed twice: Xid events and link events)', lands='gpu.xid_events'),
         Probe('ibstat', 'infiniband', 'infiniband', [A('ib.parse_ibstat', argv=['ibstat'])]),
         Probe('ib_counters', 'infiniband', 'infiniband', [A('ib.parse_ib_counters', globs=list(IB_COUNTER_GLOBS))]),
         Probe('ip_link', 'network', 'network', [A('net.parse_ip_link', argv=['ip', '-j', '-d', 'link', 'show'])]),
         Probe('nvcc', 'software', 'software', [A('nvidia.parse_nvcc_version', argv=['nvcc', '--version']),
-                                               A('nvidia.parse_nvcc_version', argv=['/usr/local/cuda/bin/nvcc', '--version'])]),
+                                               A('nvidia.parse_nvcc_version', argv=['/usr/local/cuda/bin/nvcc', '--version'])],
+              lands='software.cuda_toolkit_version'),
         Probe('nccl_version', 'software', 'software', [A('host.parse_nccl_version', internal='nccl_version')],
-              note='(`ncclGetVersion` of the `libnccl.so.2` found)'),
+              note='(`ncclGetVersion` of the `libnccl.so.2` found)', lands='software.nccl_version'),
     ]
 
 
@@ -147,7 +153,7 @@ def amd_probes():
         Probe('amd_bad_pages', 'gpu', 'gpu', tool('amd.parse_amd_bad_pages', 'amd-smi', ['bad-pages', '--json'])),
         Probe('amd_topology', 'gpu', 'gpu', tool('amd.parse_amd_topology', 'amd-smi', ['topology', '--json'])
               + tool('amd.parse_rocm_smi_topo', 'rocm-smi', ['--showtopo', '--json'])),
-        Probe('amd_xgmi', 'gpu', 'gpu', tool('amd.parse_amd_xgmi', 'amd-smi', ['xgmi', '--json'])),
+        Probe('amd_xgmi', 'gpu', 'gpu', tool('amd.parse_amd_xgmi', 'amd-smi', ['xgmi', '--json']), lands='gpu.xgmi'),
         Probe('amd_version', 'gpu', 'software', tool('amd.parse_amd_version', 'amd-smi', ['version'])),
     ]
 
@@ -157,11 +163,25 @@ def end_probes():
     counters, whose growth during the load the workload_check kind ``link_counters`` judges."""
     return [Probe('ib_counters_end', 'infiniband', 'infiniband', [Alternative('ib.parse_ib_counters', globs=list(IB_COUNTER_GLOBS))],
                   note='read again at the end of a run (`node_probe` `stage: end`, docs/facts.md); optional: a bundle without '
-                       'it replays, and the growth check then reports `workload.ib_counters_unread`')]
+                       'it replays, and the growth check then reports `workload.ib_counters_unread`', lands='infiniband.counters')]
 
 
-# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events.
-DERIVED_PARSERS = {'kernel_log': (('link_events', 'net.parse_link_events'),)}
+# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events. Each is
+# ``(key, parser, lands)``: its result is parsed[key], put at the fact path ``lands`` as Probe's ``lands`` is.
+DERIVED_PARSERS = {'kernel_log': (('link_events', 'net.parse_link_events', 'network.link_events'),)}
+
+
+def landings(stage='start'):
+    """Where ``_probe.place`` puts the results of the probes of ``stage`` (``end``: the end_probes) that declare
+    ``lands``: ``[(parsed key, probe name, fact path)]`` in the order the probes run, each derived parser's
+    (DERIVED_PARSERS) after its probe. The facts schema takes its ``probe`` of these facts from here."""
+    probes = end_probes() if stage == 'end' else base_probes() + amd_probes()
+    out = []
+    for probe in probes:
+        if probe.lands:
+            out.append((probe.key, probe.name, probe.lands))
+        out.extend((key, probe.name, lands) for key, _parser, lands in DERIVED_PARSERS.get(probe.key, ()))
+    return out
 
 
 def interface_probes(ifname, rdma=True):

@@ -13,6 +13,10 @@ each value ``values``), ``list`` (``elements``), or a scalar ``str``, ``int``, `
 (a tuple of scalars allows each). ``null``: the value may be null. ``choices``: the values a string may take.
 ``unit``, ``description``, ``vendor`` (``nvidia`` or ``amd``: that GPU vendor's nodes only) and ``probe`` (the
 probes whose output the value comes from, space separated) are for the docs.
+
+Where a probe declares the fact its output lands at (``lands`` of _collect.Probe), its ``probe`` here is derived from
+that declaration (mark_landings), never written by hand; ``_probe.place`` puts the output there, and reads ``vendor``
+(placed on that vendor's nodes only) and ``null`` (null when the output was not parsed, else left out) of the fact.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +25,8 @@ __metaclass__ = type
 
 import math
 import re
+
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect
 
 SCHEMA_VERSION = 1
 
@@ -215,7 +221,7 @@ _TOPOLOGY = _dict('`nvidia-smi topo -m`.', _with_parse_error({
         'gpu_numa_id': _str('GPU NUMA id.', null=True),
     }), 'The affinity columns of the rows that print them (N/A: null).'),
     'nic_names': _map('NIC', _str('Device name (`mlx5_0`).'), 'From the "NIC Legend" block, when present.'),
-}), probe='nvidia_topo', vendor='nvidia')
+}), vendor='nvidia')
 
 _NVLINK = _map('gpu', _dict('One GPU.', _with_parse_error({
     'links': _list(_dict('One link.', {
@@ -225,7 +231,7 @@ _NVLINK = _map('gpu', _dict('One GPU.', _with_parse_error({
     }), 'Its links.'),
     'all_inactive': _bool('nvidia-smi printed "NVML: Unable to retrieve NVLink information as all links are inActive" '
                           'for this GPU (`links: []`).'),
-})), '`nvidia-smi nvlink --status`, by GPU index as a string.', probe='nvidia_nvlink', vendor='nvidia')
+})), '`nvidia-smi nvlink --status`, by GPU index as a string.', vendor='nvidia')
 
 _NVLINK_ERRORS = _map('gpu', _dict('One GPU.', _with_parse_error({
     'links': _map('link', _map('counter', _int('The count; N/A: null.', null=True),
@@ -233,7 +239,7 @@ _NVLINK_ERRORS = _map('gpu', _dict('One GPU.', _with_parse_error({
                                '`crc_errors`; `rx_errors`, `symbol_errors`, `fec_errors_3`... on newer drivers.'),
                   'By link number as a string.'),
 })), '`nvidia-smi nvlink -e` (error counters since the driver loaded or they were reset), by GPU index as a string.',
-    probe='nvidia_nvlink_errors', vendor='nvidia')
+    vendor='nvidia')
 
 _AMD_LINK_SIDE = _dict('One side.', {
     'link_type': _str('`XGMI`, `PCIE`...', null=True),
@@ -271,7 +277,7 @@ _GPU = _dict(_GPU_DESCRIPTION, {
         'flavour': _str('Open or proprietary modules.', choices=('open', 'proprietary')),
         'arch': _str('Architecture (`x86_64`); null when not printed.', null=True),
         'gcc_version': _str('GCC that built it; null when not printed.', null=True),
-    }, probe='nvidia_proc_version', vendor='nvidia'),
+    }, vendor='nvidia'),
     'nvml_error': _dict('Only when `nvidia-smi --query-gpu` failed: what NVML said (null when it said nothing '
                         'readable).', {
                             'message': _str('From "Failed to initialize NVML: <message>" (`Driver/library version '
@@ -286,7 +292,7 @@ _GPU = _dict(_GPU_DESCRIPTION, {
         'name': _str('Process name; null likewise.', null=True),
         'message': _str('The rest of the line (`GPU has fallen off the bus.`).'),
         'line': _str('The raw line.'),
-    }), 'Kernel log lines "NVRM: Xid (PCI:0000:18:00): 79, ...", in log order.', probe='kernel_log', vendor='nvidia'),
+    }), 'Kernel log lines "NVRM: Xid (PCI:0000:18:00): 79, ...", in log order.', vendor='nvidia'),
     'links': _map('pair', _dict('One pair.', {
         'link_type': _str('`XGMI` only when both sides say so, else the other type reported (`PCIE`).', null=True),
         'up': _bool('False when either side says DISABLED / down; null when no state is reported.', null=True),
@@ -304,7 +310,7 @@ _GPU = _dict(_GPU_DESCRIPTION, {
             'status': _str('State as printed (`U`, `D`, `ENABLED`...).', null=True),
             'up': _bool('From the status; null when none is printed.', null=True),
         }), 'By peer GPU index.'),
-    })), '`amd-smi xgmi --json`, by GPU index as a string.', probe='amd_xgmi', vendor='amd'),
+    })), '`amd-smi xgmi --json`, by GPU index as a string.', vendor='amd'),
 }, notes=(
     'When nvidia-smi is missing: `gpu: {vendor: nvidia, installed: false, count: 0, devices: []}`.',
     'The AMD probes (`amd_static`, `amd_metric`, `amd_bad_pages`, `amd_topology`, `amd_xgmi`, `amd_version`; '
@@ -426,7 +432,7 @@ _NETWORK = _dict('Network interfaces (`ip -j -d link show`, then `ethtool`, `eth
                          'last': _str('State of the latest event.', null=True, choices=('up', 'down')),
                          'lines': _list(_str('A line.'), 'The last 5 event lines.'),
                      }), 'From the kernel_log probe\'s output (no extra command); absent when not read. By interface '
-                         'name, or `pci:<address>` for an mlx5 module (cable) event.', probe='kernel_log'),
+                         'name, or `pci:<address>` for an mlx5 module (cable) event.'),
                  }, notes=(
                      'Link events recognised: `NIC Link is Up/Down` (Intel igb/igc/ixgbe/i40e/ice/e1000e), `<if>: Link '
                      'up/down` and `Link is Up/Down` (mlx5e, mlxsw, phylink, r8125), bonding\'s `link status definitely '
@@ -448,7 +454,7 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'name': _str('`NAME`.', null=True),
         'version': _str('`VERSION`.', null=True),
         'version_codename': _str('`VERSION_CODENAME`.', null=True),
-    }, probe='os_release'),
+    }),
     'kernel': _dict('`uname -a`.', {
         'kernel_name': _str('`Linux`.'),
         'hostname': _str('Node name.'),
@@ -456,9 +462,8 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'version': _str('Kernel version (`#1 SMP PREEMPT_DYNAMIC ...`).', null=True),
         'machine': _str('Architecture (`x86_64`); null when uname printed `unknown`.', null=True),
         'operating_system': _str('`GNU/Linux`.', null=True),
-    }, probe='uname'),
-    'kernel_modules': _list(_str('A module (`-` as `_`).'), 'Loaded modules (`/proc/modules`), sorted.',
-                            probe='kernel_modules'),
+    }),
+    'kernel_modules': _list(_str('A module (`-` as `_`).'), 'Loaded modules (`/proc/modules`), sorted.'),
     'time': _dict('chrony; absent when the probe did not run.', {
         'installed': _bool('chronyc present (the other keys only then).'),
         'synchronised': _bool('Leap status Normal (or a pending leap second), stratum 1-15, and a reference that is '
@@ -490,7 +495,7 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'recv_q': _int('Recv-Q.'),
         'send_q': _int('Send-Q.'),
     }), '`ss -H -l -n -t -u -p`; without ss, `/proc/net/tcp`, `tcp6`, `udp`, `udp6` (the same shape, process and pid '
-        'null: those files do not name them).', probe='listening'),
+        'null: those files do not name them).'),
     'disks': _map('path', _dict('One filesystem (`df -P -B1`; `-` values are null).', {
         'filesystem': _str('Device (`/dev/nvme0n1p2`).'),
         'size_bytes': _int('Size.', null=True, unit='bytes'),
@@ -512,7 +517,7 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
                         'hugepage_size_bytes': _int('Hugepagesize.', null=True, unit='bytes'),
                         'hugepages_bytes': _int('Memory the default-size huge pages reserve (total x size): not '
                                                 'available to ordinary allocations.', null=True, unit='bytes'),
-                    }, probe='meminfo'),
+                    }),
     'mounts': _list(_dict('One mount (a later one on the same point hides an earlier one).', {
         'device': _str('Source (`/dev/nvme0n1p2`, `server:/export`, `10.2.0.1@o2ib:/scratch`).'),
         'mount': _str('Mount point (the escapes of /proc/mounts decoded).'),
@@ -520,7 +525,7 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'read_only': _bool('Mounted `ro`.'),
         'shared': _bool('A type that several nodes mount (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, GlusterFS, WekaFS, '
                         'JuiceFS, DAOS).'),
-    }), '`/proc/mounts`, device, mount point and type only (options can name credentials).', probe='mounts'),
+    }), '`/proc/mounts`, device, mount point and type only (options can name credentials).'),
     'storage_read': _map('path', _dict('The bounded read of one path.', {
         'path': _str('The path read.'),
         'bytes': _int('Bytes read.', unit='bytes'),
@@ -546,7 +551,7 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
         'names': _map('bdf', _str('lspci description.'), 'Their descriptions.'),
         'enabled': _list(_str('A function.'), 'Bridges whose ACSCtl has SrcValid+, ReqRedir+, CmpltRedir+ or '
                                               'UpstreamFwd+: they send peer-to-peer traffic to the root complex.'),
-    }), probe='lspci'),
+    })),
     'processes': _dict('The job processes of `ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=` (kernel threads left '
                        'out); never the whole list: command lines can be long and carry secrets.', {
                            'count': _int('Processes read.'),
@@ -570,9 +575,8 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
 _SOFTWARE = _dict('Versions the hosts are compared on.', {
     'driver_version': _str('= `gpu.driver_version`.', null=True, probe='nvidia_smi_xml nvidia_query_gpu amd_static'),
     'cuda_driver_version': _str('= `gpu.cuda_driver_version`.', null=True, probe='nvidia_smi_xml'),
-    'cuda_toolkit_version': _str('`nvcc --version` (`13.0`); null when absent.', null=True, probe='nvcc'),
-    'nccl_version': _str("From libnccl's `ncclGetVersion` (`2.28.9`); null when not found.", null=True,
-                         probe='nccl_version'),
+    'cuda_toolkit_version': _str('`nvcc --version` (`13.0`); null when absent.', null=True),
+    'nccl_version': _str("From libnccl's `ncclGetVersion` (`2.28.9`); null when not found.", null=True),
     'rocm_version': _str('= `gpu.rocm_version`.', null=True, probe='amd_version', vendor='amd'),
 })
 
@@ -597,11 +601,46 @@ FACTS = _dict('`xuanwu_facts`: what `node_probe` returns for a host.', dict(_TOP
 FACTS_END = _dict('`xuanwu_facts_end`: what `node_probe` with `stage: end` returns.', dict(_TOP, **{
     'infiniband': _dict('The port counters read again.', {
         'counters': _map('ca', _map('port', _COUNTERS, 'By port number as a string.'),
-                         'By CA name; null when not read.', null=True, probe='ib_counters_end'),
+                         'By CA name; null when not read.', null=True),
     }),
 }))
 
 SCHEMAS = {'start': FACTS, 'end': FACTS_END}
+
+
+def spec_at(path, stage='start', schemas=None):
+    """The spec of the fact at the dotted ``path`` (``host.memory``; keys of fixed mappings only) of ``stage``'s
+    schema, or None when the schema does not declare it."""
+    spec = (schemas or SCHEMAS)[stage]
+    for step in path.split('.'):
+        if spec.get('type') != 'dict' or step not in spec['keys']:
+            return None
+        spec = spec['keys'][step]
+    return spec
+
+
+def mark_landings(schemas, landings):
+    """Mark the fact each probe lands at (``landings``: ``{stage: [(key, probe name, path)]}``, _collect.landings) as
+    coming from that probe: its spec in ``schemas`` is replaced by a copy with ``probe``. The problems, ``[]`` when
+    none: a path the schema does not declare, a fact whose ``probe`` is written by hand as well."""
+    problems = []
+    for stage, places in sorted(landings.items()):
+        for _key, name, path in places:
+            parent, _dot, last = path.rpartition('.')
+            holder = spec_at(parent, stage, schemas) if parent else schemas[stage]
+            spec = spec_at(path, stage, schemas)
+            if spec is None:
+                problems.append('%s (lands of probe %s): not declared in the facts schema' % (path, name))
+            elif spec.get('probe'):
+                problems.append('%s: its probe %s is written by hand; it comes from the lands of probe %s'
+                                % (path, spec['probe'], name))
+            else:
+                holder['keys'][last] = dict(spec, probe=name)
+    return problems
+
+
+# The facts the probes land at, marked with their probe; a problem here fails test_probe_table.py.
+LANDING_PROBLEMS = mark_landings(SCHEMAS, dict((stage, _collect.landings(stage)) for stage in SCHEMAS))
 
 
 # -------------------------------------------------------------------------------------------------------- validate

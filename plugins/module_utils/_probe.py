@@ -19,9 +19,10 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import Pars
 # the node's half, and the names of it that the collection and its tests read from here
 from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import (  # noqa: F401 pylint: disable=unused-import
     BundleError, BundleWriter, DERIVED_PARSERS, FEEDS, GROUPS, HeldRunner, LiveRunner, Output, ReplayRunner, all_probes,
-    amd_probes, base_probes, collect, end_probes, interface_probes, proc_net_listening_text, storage_probes, storage_read_text,
-    validate_manifest,
+    amd_probes, base_probes, collect, end_probes, interface_probes, landings, proc_net_listening_text, storage_probes,
+    storage_read_text, validate_manifest,
 )
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_amd as amd_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
@@ -150,7 +151,7 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
         elif out.status == 'parse_error':
             record['error'] = out.stderr
         statuses[probe.key] = record
-        for key, name in DERIVED_PARSERS.get(probe.key, ()) if record['status'] == 'ok' else ():
+        for key, name, _lands in DERIVED_PARSERS.get(probe.key, ()) if record['status'] == 'ok' else ():
             try:
                 parsed[key] = parser(name)(out.stdout)
             except ParseError:
@@ -158,8 +159,63 @@ def run_probes(runner, groups=GROUPS, interfaces=None, disk_paths=('/',), captur
     return parsed, statuses
 
 
+# The probes whose facts are assembled here by hand, and why: every other probe declares the fact path its parsed
+# output lands at (_collect.Probe ``lands``) and place() puts it there, so that adding such a probe leaves this file
+# as it is (docs/architecture.md, "Add a probe"). test_probe_table.py holds this list to the probe table.
+ASSEMBLED = {
+    'nvidia_query_gpu': 'gpu.devices merged with nvidia_smi_xml by bus id; installed and nvml_error from its status',
+    'nvidia_smi_xml': "merged into nvidia_query_gpu's devices; the driver and CUDA versions of gpu and software",
+    'amd_static': 'gpu.devices merged with amd_metric and amd_bad_pages by index; gpu.tool from the command that answered',
+    'amd_metric': "merged into amd_static's devices",
+    'amd_bad_pages': "merged into amd_static's devices",
+    'amd_topology': 'both sides of each GPU pair joined into gpu.links, with the bit rate of amd_xgmi',
+    'amd_version': 'split: gpu.rocm_version (also software.rocm_version) and gpu.amd_smi_version',
+    'ibstat': 'infiniband.cas, with the counters of ib_counters put into each port; installed from its status',
+    'ib_counters': "put into the ports of ibstat's CAs",
+    'ip_link': 'the interfaces of network.interfaces, merged with the per-interface probes; network.probed',
+    'ethtool': 'merged into its interface (a probe per interface)',
+    'ethtool_driver': 'merged into its interface',
+    'roce_ecn': "its interface's roce.ecn, only where knobs were read (np or rp)",
+    'roce_pfc': "its interface's roce.pfc, and roce.trust where mlnx_qos prints it",
+    'chrony': 'host.time: installed from its status, with the parsed tracking',
+    'disks': "host.disks keyed by the probed path (disk_paths) rather than df's mount point",
+    'memlock': 'split: host.memlock_kib and host.memlock_unlimited',
+    'storage_read': 'host.storage_read keyed by the path read (a probe per path); present once a read ran',
+    'processes': 'host.processes: only the job processes the patterns match; joined with the GPU processes',
+}
+
+
+def _places(stage):
+    """``[(parsed key, fact path as a list, vendor, nullable)]`` of the probes of ``stage`` that declare ``lands``."""
+    out = []
+    for key, _name, path in landings(stage):
+        spec = _facts.spec_at(path, stage) or {}
+        out.append((key, path.split('.'), spec.get('vendor'), bool(spec.get('null'))))
+    return out
+
+
+PLACES = dict((stage, _places(stage)) for stage in _facts.SCHEMAS)
+
+
+def place(facts, parsed, stage='start'):
+    """Put the parsed output of each probe that declares ``lands`` (_collect.landings) at that fact path, as it is.
+
+    The facts schema decides two things: a fact of one GPU vendor's nodes (``vendor``) is placed only on a node of that
+    vendor, and a fact that may be null (``null``) is null when its probe's output was not parsed; any other fact of a
+    probe whose output was not parsed is left out."""
+    node_vendor = (facts.get('gpu') or {}).get('vendor')
+    for key, steps, vendor, nullable in PLACES[stage]:
+        if vendor not in (None, node_vendor) or (key not in parsed and not nullable):
+            continue
+        target = facts
+        for step in steps[:-1]:
+            target = target.setdefault(step, {})
+        target[steps[-1]] = parsed.get(key)
+
+
 def assemble(parsed, statuses, source='live', disk_paths=('/',), process_patterns=None):
-    """Build the facts dictionary of docs/facts.md from parsed probe outputs.
+    """Build the facts dictionary of docs/facts.md from parsed probe outputs: the probes of ASSEMBLED by hand, every
+    other one where it lands (place).
 
     ``process_patterns`` (regular expressions, default: the profile schema's default
     ``host.leftover_process_patterns``) select the processes of ``ps`` kept in ``host.processes``.
@@ -176,14 +232,11 @@ def assemble(parsed, statuses, source='live', disk_paths=('/',), process_pattern
     facts['software'] = {
         'driver_version': facts['gpu'].get('driver_version'),
         'cuda_driver_version': facts['gpu'].get('cuda_driver_version'),
-        'cuda_toolkit_version': parsed.get('nvcc'),
-        'nccl_version': parsed.get('nccl_version'),
     }
+    place(facts, parsed)
     if facts['gpu'].get('vendor') == 'amd':
         facts['software']['rocm_version'] = facts['gpu'].get('rocm_version')
     _process_facts(parsed, facts, process_patterns)
-    if 'link_events' in parsed:
-        facts['network']['link_events'] = parsed['link_events']
     return facts
 
 
@@ -212,8 +265,6 @@ def _amd_gpu_facts(parsed, statuses):
         gpu['amd_smi_version'] = parsed['amd_version'].get('tool')
     if 'amd_topology' in parsed:
         gpu['links'] = amd_p.pair_links(parsed['amd_topology'], parsed.get('amd_xgmi'))
-    if 'amd_xgmi' in parsed:
-        gpu['xgmi'] = parsed['amd_xgmi']
     return gpu
 
 
@@ -239,19 +290,9 @@ def _gpu_facts(parsed, statuses):
             gpu['driver_version'] = versions[0]
     elif gpu['installed'] is False:
         gpu['count'] = 0
-    if 'nvidia_topo' in parsed:
-        gpu['topology'] = parsed['nvidia_topo']
-    if 'nvidia_nvlink' in parsed:
-        gpu['nvlink'] = parsed['nvidia_nvlink']
-    if 'nvidia_nvlink_errors' in parsed:
-        gpu['nvlink_errors'] = parsed['nvidia_nvlink_errors']
-    if 'nvidia_proc_version' in parsed:
-        gpu['kernel_module'] = parsed['nvidia_proc_version']
     query = statuses.get('nvidia_query_gpu') or {}
     if query.get('status') == 'failed':
         gpu['nvml_error'] = nv_p.nvml_init_error('%s\n%s' % (query.get('excerpt') or '', query.get('error') or ''))
-    if 'kernel_log' in parsed:
-        gpu['xid_events'] = parsed['kernel_log']
     return gpu
 
 
@@ -290,19 +331,11 @@ def _network_facts(parsed):
 
 def _host_facts(parsed, statuses, disk_paths):
     host = {}
-    if 'os_release' in parsed:
-        host['os'] = parsed['os_release']
-    if 'uname' in parsed:
-        host['kernel'] = parsed['uname']
-    if 'kernel_modules' in parsed:
-        host['kernel_modules'] = parsed['kernel_modules']
     chrony = statuses.get('chrony')
     if chrony is not None and chrony['status'] != 'skipped':
         time = {'installed': chrony['status'] != 'missing'}
         time.update(parsed.get('chrony') or {})
         host['time'] = time
-    if 'listening' in parsed:
-        host['listening'] = parsed['listening']
     if 'disks' in parsed:
         rows = parsed['disks']
         disks = {}
@@ -315,12 +348,6 @@ def _host_facts(parsed, statuses, disk_paths):
     if 'memlock' in parsed:
         host['memlock_kib'] = parsed['memlock'].get('kib')
         host['memlock_unlimited'] = parsed['memlock'].get('unlimited')
-    if 'lspci' in parsed:
-        host['pcie_acs'] = parsed['lspci']
-    if 'meminfo' in parsed:
-        host['memory'] = parsed['meminfo']
-    if 'mounts' in parsed:
-        host['mounts'] = parsed['mounts']
     reads = [key for key in statuses if key.startswith('storage_read:')]
     if reads:
         host['storage_read'] = dict((key.split(':', 1)[1], parsed[key]) for key in reads if key in parsed)
@@ -350,8 +377,9 @@ def facts_from_answer(records, source='live', groups=GROUPS, interfaces=None, di
 
 def _facts_of(parsed, statuses, source, disk_paths, process_patterns, stage):
     if stage == 'end':
-        return {'schema_version': FACTS_SCHEMA_VERSION, 'source': source, 'probes': statuses,
-                'infiniband': {'counters': parsed.get('ib_counters_end')}}
+        facts = {'schema_version': FACTS_SCHEMA_VERSION, 'source': source, 'probes': statuses, 'infiniband': {}}
+        place(facts, parsed, stage)
+        return facts
     return assemble(parsed, statuses, source=source, disk_paths=disk_paths, process_patterns=process_patterns)
 
 
