@@ -46,6 +46,17 @@ class ActionModule(ActionBase):
         if args['component']:
             run['component'] = args['component']
         kind = args['kind']
+        if run.get('not_applicable') and args['record']:
+            # not run because it cannot apply here (one GPU: no link, no peer): listed once as not applicable, with why;
+            # never a pass, never a failure, and no tool time spent on a figure nothing could judge
+            summary = {'kind': kind, 'component': run.get('component'), 'exit_code': None, 'seconds': 0,
+                       'command': None, 'timed_out': None, 'not_run': True,
+                       'not_applicable': str(run['not_applicable'])}
+            workloads = list(self._templar.template(task_vars.get('xuanwu_workloads')) or []) + [summary]
+            node = _node.with_findings(self._templar.template(task_vars.get('xuanwu_node')), host, [])
+            result.update(changed=False, findings=[], status=node['status'], summary=summary,
+                          ansible_facts={'xuanwu_node': node, 'xuanwu_workloads': workloads})
+            return result
         # a container smoke that did not run is judged by its own check (container.not_measured)
         if kind != 'container_smoke' and (run.get('skipped_reason') or run.get('skipped')):
             # requested and not run (check mode, no recorded output in the replayed bundle, ...): never a pass
@@ -111,9 +122,16 @@ class ActionModule(ActionBase):
         node = _node.with_findings(self._templar.template(task_vars.get('xuanwu_node')), host, findings)
         if kind == 'not_measured':
             summary['not_measured'] = run['reason']
+            # the stage that measured nothing: its checks are not measured (docs/report-format.md, "Check status")
+            summary['stage'] = run.get('stage') or 'workload'
         elif _workloads.not_applicable(kind, run):
             # fewer than two ranks: the run is listed, once, as not applicable (never a pass, never a failure)
             summary['not_applicable'] = _workloads.not_applicable(kind, run)
+            if kind == 'nccl_tests' and str(run.get('toolchain_smoke')).lower() == 'true':
+                # one GPU: it ran once, small, to prove nccl-tests and NCCL start; its figures are not a measurement
+                summary['toolchain_smoke'] = True
+                summary['not_applicable'] = 'toolchain smoke only (sizes up to 8 MiB, one cycle: nccl-tests and NCCL ' \
+                    'started on this GPU); bandwidth %s' % summary['not_applicable']
             if 'busbw_gbps' in summary:
                 # no link carried these figures: kept aside, neither plotted nor exported as a measurement
                 summary['busbw_gbps_not_applicable'] = summary.pop('busbw_gbps')

@@ -347,3 +347,31 @@ def test_a_planted_fixed_workload_directory_is_refused_before_anything_runs(tmp_
     assert planted + ' (owner ' in errors[0]['message'] and reason in errors[0]['message'], errors
     assert [w['kind'] for w in entry['workloads']] == ['task_error'] and not marker.exists()
     assert sorted(os.listdir(planted)) == ['allreduce_bench.py']
+
+
+def test_on_one_gpu_only_what_can_be_judged_runs(tmp_path):
+    """One GPU: the first collective runs once, small, as the toolchain smoke (said so in the report); the other four
+    and the torch all-reduce benchmark and fault isolation are listed as not applicable, with why, and never run."""
+    log = tmp_path / 'calls.log'
+    # a real one-GPU run (1x H100, tests/fixtures/hardware/h100x1-validate/run2/)
+    real = os.path.join(ROOT, 'tests', 'fixtures', 'hardware', 'h100x1-validate', 'run2', 'nccl-tests_%s_perf.txt')
+    fake_nccl_tests(tmp_path / 'bin', log, dict((c, real % c) for c in COLLECTIVES))
+    inv = inventory(tmp_path, {'gpu-a': {}}, xuanwu_profile=h200_profile(tmp_path), xuanwu_validate_collectives=True,
+                    xuanwu_nccl_tests_bin_dir=str(tmp_path / 'bin'), xuanwu_collectives_gpus=1,
+                    xuanwu_validate_workloads=True, xuanwu_torch_python=sys.executable, xuanwu_torch_nproc=1,
+                    xuanwu_torch_workloads=['allreduce_bench', 'fault_isolation'])
+    rc, out, (folder, report) = run_validate(tmp_path, inv)
+    entry = report['hosts']['gpu-a']
+    calls = log.read_text().splitlines()
+    assert calls == ['all_reduce -b 8 -e 8M -f 2 -g 1 -N 1 NCCL_DEBUG='], calls      # one bounded run, nothing else
+    runs = dict((w['component'], w) for w in entry['workloads'])
+    assert sorted(runs) == sorted(['%s_perf' % c for c in COLLECTIVES] + ['allreduce_bench', 'fault_isolation'])
+    smoke = runs['all_reduce_perf']
+    assert smoke['toolchain_smoke'] and smoke['not_applicable'].startswith('toolchain smoke only'), smoke
+    for name in [c for c in ['%s_perf' % c for c in COLLECTIVES] if c != 'all_reduce_perf'] + ['allreduce_bench',
+                                                                                           'fault_isolation']:
+        assert runs[name]['not_run'] and runs[name]['not_applicable'].startswith('not applicable: '), runs[name]
+        assert runs[name]['not_applicable'].endswith('not run') or 'not run (' in runs[name]['not_applicable']
+    assert sorted(entry['not_applicable']) == sorted(runs), entry['not_applicable']
+    assert not [f for f in entry['findings'] if f['check'].startswith(('collectives.', 'workload.'))], entry['findings']
+    assert rc in (0, 2), out[-3000:]
