@@ -42,8 +42,8 @@ def checks_md(_current):
 
 
 def profiles_md(_current):
-    """docs/profiles.md: the profile schema (_profile.schema_markdown)."""
-    return _module_utils('_profile').schema_markdown(import_module('plugins.plugin_utils._collection').shipped_profiles())
+    """docs/profiles.md: the profile schema and the shipped profiles resolved (_profile_docs.schema_markdown)."""
+    return _module_utils('_profile_docs').schema_markdown(import_module('plugins.plugin_utils._collection').shipped_profiles())
 
 
 def capture_format_md(current):

@@ -2,7 +2,8 @@
 pack_module_utils.py, unarchived there): only the *.py files, an empty __init__.py at every package level, root's,
 0644/0755, each file with its own modification time; GNU tar finds no difference after extracting it (what
 ansible.builtin.unarchive asks before it changes anything), also once Python wrote its bytecode cache there; and the
-command's import of _health works from the extracted tree with the standard library alone (no Ansible on a node)."""
+command's import of _health works from the extracted tree with the standard library alone (no Ansible on a node),
+as does its validation of a profile (_profile, _profile_schema)."""
 import glob
 import os
 import shutil
@@ -82,3 +83,17 @@ def test_unarchive_finds_nothing_to_change_after_extracting_and_the_command_impo
     lines = [line for line in diff.stdout.splitlines() if os.geteuid() == 0 or not line.endswith(('Uid differs', 'Gid differs'))]
     assert (lines, diff.stderr) == ([], '')
     assert diff.returncode == 0 or os.geteuid() != 0
+
+
+@pytest.mark.skipif(not shutil.which('tar'), reason='no tar')
+def test_the_profile_validates_from_the_extracted_tree_with_the_stdlib_alone(packed, tmp_path):
+    """xuanwu-health --check-config validates the node's profile: _profile and its schema (_profile_schema) are in the
+    archive and import without Ansible; the renderers of docs/profiles.md (_profile_docs) are not loaded."""
+    subprocess.run(['tar', '-x', '-z', '-f', packed, '-C', str(tmp_path)], check=True)
+    code = ("import sys; sys.path.insert(0, %r); from ansible_collections.xuanwu.cluster.plugins.module_utils import _profile; "
+            "profile = _profile.validate_profile({'schema_version': 1, 'name': 'node'}, 'node.yml'); "
+            "print(profile['name'], ' '.join(sorted(m.rsplit('.', 1)[-1] for m in sys.modules if '._profile' in m)))"
+            % str(tmp_path))
+    run = subprocess.run([sys.executable, '-I', '-S', '-c', code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, check=False)
+    assert (run.returncode, run.stdout, run.stderr) == (0, 'node _profile _profile_schema\n', '')

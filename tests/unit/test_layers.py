@@ -45,6 +45,9 @@ PROBE_TABLE = {'module_utils._collect', 'module_utils._bundle', 'module_utils._c
 CHECK_AREAS = set(n for n in GRAPH if n.startswith('module_utils._checks')) | {
     'module_utils._hygiene', 'module_utils._links', 'module_utils._collectives', 'module_utils._workloads',
     'module_utils._container', 'module_utils._dmon_checks'}
+# The profile's row: the schema as data, the validator (merge, extends) and the renderers of docs/profiles.md, in this
+# order; each file may import the ones before it, never one after it.
+PROFILE = ('module_utils._profile_schema', 'module_utils._profile', 'module_utils._profile_docs')
 
 
 def test_the_graph_is_read():
@@ -77,13 +80,16 @@ def test_the_findings_import_nothing_of_the_collection():
 
 @pytest.mark.parametrize('name', sorted(CHECK_AREAS & set(GRAPH)))
 def test_a_check_area_never_imports_the_profile_or_the_judge(name):
-    bad = sorted(d for d in GRAPH[name] if d in ('module_utils._profile', 'module_utils._judge'))
+    bad = sorted(d for d in GRAPH[name] if d in PROFILE + ('module_utils._judge',))
     assert not bad, '%s (a check area) imports %s' % (name, ', '.join(bad))
 
 
-def test_the_profile_imports_the_catalogue_findings_errors_and_hygiene_only():
+@pytest.mark.parametrize('name', PROFILE)
+def test_the_profile_imports_the_catalogue_findings_errors_and_hygiene_only(name):
+    """And the profile's files before it: the validator the schema, the renderers the schema and the validator."""
     allowed = {'module_utils._catalogue', 'module_utils._findings', 'module_utils._errors', 'module_utils._hygiene'} | PARSERS
-    assert GRAPH['module_utils._profile'] <= allowed, sorted(GRAPH['module_utils._profile'] - allowed)
+    allowed |= set(PROFILE[:PROFILE.index(name)])
+    assert GRAPH[name] <= allowed, sorted(GRAPH[name] - allowed)
 
 
 def cycles(edges):

@@ -1,5 +1,6 @@
 """Profile schema: shipped profiles validate, error messages say what is wrong and where, overrides
 merge, and docs/profiles.md is the rendered schema."""
+import ast
 import copy
 import glob
 import os
@@ -8,10 +9,12 @@ import re
 import pytest
 import yaml
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _profile, _profile_schema
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import (
-    DEFAULT_XID_FATAL, SCHEMA, check_override, merge_profile, schema_markdown, validate_profile,
+    DEFAULT_XID_FATAL, SCHEMA, check_override, merge_profile, validate_profile,
 )
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile_docs import schema_markdown
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection
 from ansible_collections.xuanwu.cluster.tests.unit.generated_docs import assert_current
 
@@ -284,6 +287,17 @@ def test_schema_descriptions():
         elif spec['type'] == 'list':
             walk(spec['elements'], where + '[]')
     walk(SCHEMA, 'profile')
+
+
+def test_every_name_of_the_schema_module_is_read_from_profile_as_before():
+    """The schema's data moved to _profile_schema: each name it defines is re-exported by _profile (the same object), so
+    an importer of ``from _profile import SCHEMA`` needs no change."""
+    with open(_profile_schema.__file__) as handle:
+        tree = ast.parse(handle.read())
+    names = [target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+             if isinstance(target, ast.Name) and not target.id.startswith('_')]
+    assert 'SCHEMA' in names and 'DEFAULT_XID_FATAL' in names
+    assert [name for name in names if getattr(_profile, name, None) is not getattr(_profile_schema, name)] == []
 
 
 def test_docs_profiles_md_is_generated():

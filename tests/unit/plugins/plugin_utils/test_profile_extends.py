@@ -1,7 +1,11 @@
 """Profiles that extend other profiles and shared policy files (``extends:``): every shipped profile resolves to exactly
 the values it had before the shared parts moved out (tests/fixtures/profiles/resolved.json, the resolved profiles as
 they were when each profile was still one whole file); how files merge, and each error names the file and its
-``extends``."""
+``extends``.
+
+After a change that is meant to change a resolved profile (a new shipped profile, a value, a key with a default):
+``.venv/bin/python scripts/write_profile_snapshot.py``, then read the diff of the snapshot."""
+import importlib.util
 import json
 import os
 
@@ -13,6 +17,12 @@ from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection,
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 SNAPSHOT = os.path.join(ROOT, 'tests', 'fixtures', 'profiles', 'resolved.json')
 SHIPPED = _collection.available_profiles()
+_spec = importlib.util.spec_from_file_location('write_profile_snapshot', os.path.join(ROOT, 'scripts', 'write_profile_snapshot.py'))
+writer = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(writer)
+# what a failing snapshot test says to do when the change is meant
+REWRITE = ('if the change is meant, run .venv/bin/python scripts/write_profile_snapshot.py and read the diff of '
+           'tests/fixtures/profiles/resolved.json')
 
 
 def _canonical(profile):
@@ -20,14 +30,11 @@ def _canonical(profile):
     return json.dumps(profile, indent=1)
 
 
-def resolved_snapshot():
-    """{name: resolved profile} of every shipped profile, as the snapshot file holds them."""
-    return dict((name, _collection.resolve_profile(name)[0]) for name in _collection.available_profiles())
-
-
 def test_the_snapshot_holds_every_shipped_profile():
     with open(SNAPSHOT) as handle:
-        assert sorted(json.load(handle)) == SHIPPED
+        held = sorted(json.load(handle))
+    assert held == SHIPPED, 'tests/fixtures/profiles/resolved.json holds the profiles %s, profiles/ ships %s: %s' % (
+        ', '.join(held), ', '.join(SHIPPED), REWRITE)
 
 
 @pytest.mark.parametrize('name', SHIPPED)
@@ -35,7 +42,18 @@ def test_shipped_profile_resolves_exactly_as_the_snapshot(name):
     with open(SNAPSHOT) as handle:
         before = json.load(handle)[name]
     after = _collection.resolve_profile(name)[0]
-    assert _canonical(after) == _canonical(before), '%s resolves to other values than tests/fixtures/profiles/resolved.json' % name
+    assert _canonical(after) == _canonical(before), '%s resolves to other values than tests/fixtures/profiles/resolved.json: %s' % (
+        name, REWRITE)
+
+
+def test_the_writer_writes_the_snapshot_as_it_is_committed(tmp_path):
+    """The command that the failures name rewrites the file these tests read, in the same form: run on an unchanged
+    checkout, it changes nothing."""
+    path = tmp_path / 'resolved.json'
+    assert writer.main(str(path)) == 0
+    with open(SNAPSHOT) as handle:
+        assert path.read_text() == handle.read(), 'the snapshot is not what the writer writes: %s' % REWRITE
+    assert writer.changes({'a': {'x': 1}, 'b': {}}, {'a': {'x': 1.0}, 'c': {}}) == ['a changed', 'b removed', 'c added']
 
 
 # --- extends: how files merge, and what is an error ------------------------------------------------------------------
