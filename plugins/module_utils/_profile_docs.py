@@ -128,7 +128,7 @@ def schema_markdown(shipped):
     out = [
         '# Hardware profiles (schema version %d)' % SCHEMA_VERSION,
         '',
-        '<!-- Generated from plugins/module_utils/_profile.py (schema_markdown); do not edit by hand. -->',
+        '<!-- Generated from plugins/module_utils/_profile_docs.py (schema_markdown); do not edit by hand. -->',
         '',
         'A profile (`profiles/<name>.yml`) describes one node type: what the checks (docs/checks.md)',
         'compare the facts (docs/facts.md) against. Sections that a profile leaves out are not checked.',

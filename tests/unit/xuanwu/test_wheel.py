@@ -108,8 +108,8 @@ def missing_dependencies(imports, requires_dist, providers):
         if not dists:
             out.append('%s (imported by %s): no distribution installed here provides it' % (module, ', '.join(files)))
         elif not set(dists) & declared:
-            out.append('%s (imported by %s): its distribution %s is not declared' % (module, ', '.join(files),
-                                                                                  ' or '.join(dists)))
+            out.append('%s (imported by %s): its distribution %s is not declared' % (
+                module, ', '.join(files), ' or '.join(dists)))
     return out
 
 
