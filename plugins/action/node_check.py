@@ -45,8 +45,8 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=str(err))
             return result
         try:
-            findings, summary, failing = _node.verdict(facts, profile, host, args['fail_on'], args['job_ports'],
-                                                       args['job_env'], args['job_mpirun_args'])
+            findings, summary, failing, checks = _node.verdict(facts, profile, host, args['fail_on'], args['job_ports'],
+                                                               args['job_env'], args['job_mpirun_args'])
         except ProfileError as err:
             result['failed'] = True
             result['msg'] = str(err)
@@ -60,6 +60,6 @@ class ActionModule(ActionBase):
             # xuanwu_workloads starts empty: facts may come back from a fact cache of an earlier run.
             ansible_facts={'xuanwu_workloads': [],
                            'xuanwu_node': _node.summary(facts, profile, task_vars.get('xuanwu_profile_path'), args['fail_on'],
-                                                        host=host, findings=findings, status=summary['status'])},
+                                                        host=host, findings=findings, status=summary['status'], checks=checks)},
         )
         return result

@@ -205,12 +205,12 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg='host %s: invalid profile, nothing was probed: %s' % (host, err))
             return result
         facts, error = self._probe(_probe_args(args, profile), task_vars)
-        findings, summary, failing = [], None, []
+        findings, summary, failing, checks = [], None, [], {}
         status = 'error'
         if facts is not None:
             try:
-                findings, summary, failing = _node.verdict(facts, profile, host, args['fail_on'], args['job_ports'],
-                                                           args['job_env'], args['job_mpirun_args'])
+                findings, summary, failing, checks = _node.verdict(facts, profile, host, args['fail_on'], args['job_ports'],
+                                                                   args['job_env'], args['job_mpirun_args'])
                 status = summary['status']
             except ProfileError as err:
                 error = str(err)
@@ -218,6 +218,7 @@ class ActionModule(ActionBase):
         secrets = _redact.secret_values(args['job_env'], args['redact_env_keys'])
         if secrets:
             facts, findings, failing = _redact.redact(facts, secrets), _redact.redact(findings, secrets), _redact.redact(failing, secrets)
+            checks = _redact.redact(checks, secrets)
         flags = _flags(facts, profile, status, stages) if facts is not None and not error else []
         # A host that takes part in no later stage keeps its facts and profile in brief (what the whole-run steps read
         # of them, docs/facts.md "Brief facts"): every host's result passes through Ansible's main process, which
@@ -238,7 +239,7 @@ class ActionModule(ActionBase):
                            # whole-run steps, the report and the gate read of it
                            'xuanwu_node': _node.summary(facts if not error else None, profile, path, args['fail_on'], flags,
                                                         compare=switches['consistency'], host=host, findings=findings,
-                                                        status=status, error=error or None)},
+                                                        status=status, error=error or None, checks=checks)},
         )
         if error:
             result['msg'] = '%s was not validated: %s' % (host, error)

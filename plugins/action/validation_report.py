@@ -13,7 +13,7 @@ import time
 from ansible import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _findings, _prom, _redact
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _check_status, _checks, _findings, _prom, _redact
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _fleet_step, _node, _paths, _report
 
 
@@ -80,6 +80,7 @@ class ActionModule(ActionBase):
         brief = {}
         secrets = []
         fail_on = {}
+        nodes = {}
         for host in args['hosts']:
             try:
                 hv = self._host_results(hostvars, host)
@@ -94,8 +95,9 @@ class ActionModule(ActionBase):
                 workloads = hv.get('xuanwu_workloads')
                 fail_on[host] = node.get('fail_on') or 'fail'
             except Exception as err:  # pylint: disable=broad-except
-                status, findings, facts, profile, path, probe_error, workloads = None, [], None, {}, None, None, None
+                status, findings, facts, profile, path, probe_error, workloads, node = None, [], None, {}, None, None, None, {}
                 self._display.warning('cannot read the results of %s: %s' % (host, err))
+            nodes[host] = node
             name = profile.get('name') if isinstance(profile, dict) else None
             if name:
                 profiles[name] = path
@@ -111,6 +113,10 @@ class ActionModule(ActionBase):
                     findings, summary = _findings.merged(findings, group_findings[host])
                     status = summary['status']
                 entries[host] = _report.host_entry(host, status, findings, facts, name, path, workloads=workloads)
+        # what each host's node account says of the checks that judged nothing on it (docs/report-format.md, "Check status")
+        compared = _compared(nodes)
+        for host, entry in entries.items():
+            entry['checks'] = _node_checks(nodes[host], compared)
         # a profile whose every host kept it in brief (no later stage ran on them: docs/facts.md, "Brief facts") is
         # resolved here, once, from the variables of its first host
         for name, host in sorted(brief.items()):
@@ -228,6 +234,35 @@ class ActionModule(ActionBase):
                 if name in variables:
                     values[name] = variables[name]
         return values
+
+
+def _compared(nodes):
+    """{profile file: how many hosts the comparison between hosts (``xuanwu_node.compare``) reads of it}."""
+    out = {}
+    for node in nodes.values():
+        compare = node.get('compare') if isinstance(node, dict) else None
+        if isinstance(compare, dict):
+            out[compare.get('profile_path')] = out.get(compare.get('profile_path'), 0) + 1
+    return out
+
+
+def _node_checks(node, compared):
+    """What a host's node account (``node``: its ``xuanwu_node``) says of the checks that judged nothing on it
+    (``checks``), and the comparison between hosts where it was compared with no other (``consistency.*``: not
+    applicable; ``compared``: ``_compared``'s)."""
+    node = node if isinstance(node, dict) else {}
+    checks = dict(node.get('checks') or {}) if isinstance(node.get('checks'), dict) else {}
+    compare = node.get('compare') if isinstance(node.get('compare'), dict) else None
+    if compare is None:
+        why = 'the hosts were not compared with each other (xuanwu_consistency_check: false)'
+    elif compared.get(compare.get('profile_path'), 0) < 2:
+        why = 'no other host of its profile in this run to compare it with'
+    else:
+        why = None
+    if why:
+        for check in _checks.CONSISTENCY_CHECKS:
+            checks.setdefault(check, {'status': _check_status.NOT_APPLICABLE, 'why': why})
+    return checks
 
 
 def _gate(report, fail_on):

@@ -146,18 +146,29 @@ def _check_probes(run):
 
 def check_node(facts, profile, host):
     """Check one host's facts against a normalised profile; return the findings (a list)."""
+    return node_run(facts, profile, host).findings
+
+
+def node_run(facts, profile, host):
+    """Check one host's facts against a normalised profile: the run (``_checks_base._Run``), its ``findings`` and its
+    ``scope``, the checks that judged nothing on this host and why (not applicable, not measured)."""
     run = _Run(facts, profile, host, CHECKS)
     _check_probes(run)
-    if (run.profile.get('gpu') or {}).get('vendor') == 'amd':
+    want = run.profile.get('gpu')
+    if not want:
+        run.skip(list(_checks_gpu.CHECKS) + list(_checks_amd.CHECKS), 'the profile has no gpu section')
+    elif want.get('vendor') == 'amd':
+        run.skip(_checks_amd.NVIDIA_ONLY, "the profile's GPUs are AMD (gpu.vendor amd): an NVIDIA check")
         _checks_amd.check_amd(run)
     else:
+        run.skip(_checks_amd.CHECKS, "the profile's GPUs are NVIDIA (gpu.vendor %s): an AMD check" % (want.get('vendor') or 'nvidia'))
         _checks_gpu.check_gpu(run)
     _checks_fabric.check_infiniband(run)
     _checks_fabric.check_network(run)
     _checks_host.check_host(run)
     _checks_host.check_hygiene(run)
     _checks_host.check_software(run)
-    return run.findings
+    return run
 
 
 def check_group(facts_by_host, keys=DEFAULT_GROUP_KEYS):

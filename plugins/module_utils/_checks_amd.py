@@ -71,6 +71,12 @@ REMEDIATION = {
                            'check in a maintenance window; plan an RMA if the count keeps rising.',
 }
 
+# The checks of _checks_gpu.CHECKS that only NVIDIA GPUs have (not applicable on a profile with gpu.vendor amd).
+NVIDIA_ONLY = tuple(check for check in checks_gpu.CHECKS if check not in REMEDIATION)
+# Every check of an AMD node's GPUs but the tools' own: not measured where the GPUs could not be read.
+DEVICE_CHECKS = tuple(check for check in sorted(set(CHECKS) | set(REMEDIATION)) if check != 'gpu.amd_tools_missing')
+XGMI_CHECKS = ('gpu.xgmi_link', 'gpu.xgmi_link_down', 'gpu.xgmi_speed')
+
 
 def check_amd(run):
     """Every check of the ``gpu`` section of a profile with ``gpu.vendor: amd``."""
@@ -81,14 +87,17 @@ def check_amd(run):
     devices = [d for d in (gpu.get('devices') or []) if isinstance(d, dict)]
     if gpu.get('vendor') != 'amd' or gpu.get('installed') is False:
         if gpu.get('vendor') != 'amd' and run.status('nvidia_query_gpu') is None and run.status('amd_static') is None:
-            run.unknown(['amd_static'], 'gpu', 'the GPUs')
+            run.unknown(['amd_static'], 'gpu', 'the GPUs', checks=DEVICE_CHECKS + ('gpu.amd_tools_missing',))
         elif want['count'] > 0:
             run.add('gpu.amd_tools_missing', 'amd-smi', 'not installed', '%d GPU(s)' % want['count'],
                     'neither amd-smi nor rocm-smi is installed: no ROCm tools on a node whose profile wants %d AMD GPU(s)'
                     % want['count'])
+            run.unmeasured(DEVICE_CHECKS, 'the GPUs: neither amd-smi nor rocm-smi is installed (gpu.amd_tools_missing)')
+        else:
+            run.skip(DEVICE_CHECKS, 'the profile wants no GPU (gpu.count 0)')
         return
     if not devices and gpu.get('count') is None:
-        run.unknown(['amd_static'], 'gpu', 'the GPUs')
+        run.unknown(['amd_static'], 'gpu', 'the GPUs', checks=DEVICE_CHECKS)
         return
     if len(devices) != want['count']:
         run.add('gpu.count', 'gpu', len(devices), want['count'],
@@ -113,17 +122,21 @@ def _check_device(run, want, dev, name, tool):
     if want['ecc_required']:
         mode = dev.get('ecc_mode')
         if mode is None:
-            run.not_measured(name, 'ECC mode', 'amd-smi static --ras (ECC_BLOCK_STATE UMC)')
+            run.not_measured(name, 'ECC mode', 'amd-smi static --ras (ECC_BLOCK_STATE UMC)', checks=('gpu.ecc_mode',))
         elif mode is not True:
             run.add('gpu.ecc_mode', name, False, True, '%s: ECC of the HBM (UMC) is disabled' % label,
                     **with_text(ctx, REMEDIATION['gpu.ecc_mode']))
+    else:
+        run.skip(['gpu.ecc_mode'], checks_gpu.NOT_ASKED['gpu.ecc_mode'])
     limits = want['ecc_errors']
-    if any(limits.get(k) is not None for k in limits):
+    if not any(limits.get(k) is not None for k in limits):
+        run.skip(('gpu.ecc_uncorrectable', 'gpu.ecc_correctable'), checks_gpu.NOT_ASKED['gpu.ecc_uncorrectable'])
+    else:
         ecc = dev.get('ecc_errors') if isinstance(dev.get('ecc_errors'), dict) else {}
         volatile = ecc.get('volatile') if isinstance(ecc.get('volatile'), dict) else {}
         if not [v for v in volatile.values() if v is not None]:
             how = 'amd-smi metric --ecc' + (' (rocm-smi prints none)' if tool == 'rocm-smi' else '')
-            run.not_measured(name, 'ECC error counters', how)
+            run.not_measured(name, 'ECC error counters', how, checks=('gpu.ecc_uncorrectable', 'gpu.ecc_correctable'))
         else:
             checks_gpu._check_ecc_counts(run, want, dev, name, label, ctx, remediation=REMEDIATION)
     _check_bad_pages(run, want, dev, name, label, ctx)
@@ -140,11 +153,15 @@ def _check_pcie(run, want, dev, name, label, ctx):
 
 def _check_bad_pages(run, want, dev, name, label, ctx):
     limits = want.get('bad_pages') or {}
+    if limits.get('retired_max') is None and limits.get('unreservable_max') is None:
+        run.skip(['gpu.bad_pages'], 'the profile sets no gpu.bad_pages.retired_max or unreservable_max')
+    if limits.get('pending_max') is None:
+        run.skip(['gpu.bad_pages_pending'], 'the profile sets no gpu.bad_pages.pending_max')
     if all(limits.get(k) is None for k in ('retired_max', 'pending_max', 'unreservable_max')):
         return
     pages = dev.get('bad_pages')
     if not isinstance(pages, dict):
-        run.not_measured(name, 'bad pages', 'amd-smi bad-pages -g %s' % ctx['index'])
+        run.not_measured(name, 'bad pages', 'amd-smi bad-pages -g %s' % ctx['index'], checks=('gpu.bad_pages', 'gpu.bad_pages_pending'))
         return
     over = []
     for key, limit_key in (('retired', 'retired_max'), ('unreservable', 'unreservable_max')):
@@ -152,7 +169,7 @@ def _check_bad_pages(run, want, dev, name, label, ctx):
         if limit is None:
             continue
         if count is None:
-            run.not_measured(name, '%s pages' % key, 'amd-smi bad-pages -g %s' % ctx['index'])
+            run.not_measured(name, '%s pages' % key, 'amd-smi bad-pages -g %s' % ctx['index'], checks=('gpu.bad_pages',))
         elif count > limit:
             over.append('%d %s (max %d)' % (count, key, limit))
     if over:
@@ -161,7 +178,7 @@ def _check_bad_pages(run, want, dev, name, label, ctx):
     limit, count = limits.get('pending_max'), pages.get('pending')
     if limit is not None:
         if count is None:
-            run.not_measured(name, 'pending pages', 'amd-smi bad-pages -g %s' % ctx['index'])
+            run.not_measured(name, 'pending pages', 'amd-smi bad-pages -g %s' % ctx['index'], checks=('gpu.bad_pages_pending',))
         elif count > limit:
             run.add('gpu.bad_pages_pending', name, count, limit,
                     '%s has %d page(s) pending retirement; reset the GPU to retire them' % (label, count), **ctx)
@@ -170,10 +187,15 @@ def _check_bad_pages(run, want, dev, name, label, ctx):
 def _check_xgmi(run, want, gpu, devices):
     spec = want.get('xgmi')
     if not spec:
+        run.skip(XGMI_CHECKS, 'the profile sets no gpu.xgmi')
         return
+    if spec.get('bit_rate_gbps_min') is None:
+        run.skip(['gpu.xgmi_speed'], 'the profile sets no gpu.xgmi.bit_rate_gbps_min')
+    if not spec['links_up_required']:
+        run.skip(['gpu.xgmi_link_down'], 'the profile does not require the xGMI links up (gpu.xgmi.links_up_required)')
     links = gpu.get('links')
     if not isinstance(links, dict):
-        run.unknown(['amd_topology'], 'gpu xgmi', 'xGMI links between the GPUs (amd-smi topology --json)')
+        run.unknown(['amd_topology'], 'gpu xgmi', 'xGMI links between the GPUs (amd-smi topology --json)', checks=XGMI_CHECKS)
         return
     indexes = [d.get('index', i) for i, d in enumerate(devices)]
     for a_pos, a in enumerate(indexes):
@@ -186,7 +208,7 @@ def _check_xgmi(run, want, gpu, devices):
         for index in indexes:
             rate = _num((xgmi.get(str(index)) or {}).get('bit_rate_gbps'))
             if rate is None:
-                run.not_measured('gpu%s' % index, 'xGMI bit rate', 'amd-smi xgmi -g %s' % index)
+                run.not_measured('gpu%s' % index, 'xGMI bit rate', 'amd-smi xgmi -g %s' % index, checks=('gpu.xgmi_speed',))
             elif rate < rate_min:
                 run.add('gpu.xgmi_speed', 'gpu%s' % index, rate, rate_min,
                         'gpu%s xGMI runs at %g Gb/s, profile wants at least %g Gb/s' % (index, rate, rate_min), index=index)
@@ -200,7 +222,7 @@ def _check_pair(run, spec, link, component, index):
         return
     kind, hops = link.get('link_type'), link.get('hops')
     if kind is None:
-        run.not_measured(component, 'xGMI link type', 'amd-smi topology -t')
+        run.not_measured(component, 'xGMI link type', 'amd-smi topology -t', checks=('gpu.xgmi_link',))
     elif kind != spec['pair_link_type'] or (isinstance(hops, int) and hops > spec['max_hops']):
         measured = '%s, %s hop(s)' % (kind, hops if hops is not None else '?')
         run.add('gpu.xgmi_link', component, measured, expected,
@@ -210,4 +232,4 @@ def _check_pair(run, spec, link, component, index):
             run.add('gpu.xgmi_link_down', component, link.get('status') or 'down', 'ENABLED',
                     '%s: the xGMI link is down (link_status %s)' % (component, link.get('status') or 'down'), index=index)
         elif link.get('up') is None:
-            run.not_measured(component, 'xGMI link state', 'amd-smi topology -a (link_status)')
+            run.not_measured(component, 'xGMI link state', 'amd-smi topology -a (link_status)', checks=('gpu.xgmi_link_down',))

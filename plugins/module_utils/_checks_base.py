@@ -103,14 +103,54 @@ def _norm_bus(bus):
 # ---------------------------------------------------------------------------------------------
 # The run.
 
+NOT_APPLICABLE = 'not_applicable'
+NOT_MEASURED = 'not_measured'
+# at most this many characters of a probe's error in a reason (the whole error is in its probe.* finding)
+WHY_MAX = 160
+
+
 class _Run(object):
+    """One host's checks: ``findings``, and ``scope`` (``{check: {status, why}}``): the checks that judged nothing on
+    this host and why, ``not_applicable`` (the profile does not ask for it, another vendor's GPUs) or ``not_measured``
+    (its input is missing: a probe failed or did not run, a tool is not installed). A check in neither passed."""
+
     def __init__(self, facts, profile, host, catalogue):
         self.catalogue = catalogue
         self.facts = facts if isinstance(facts, dict) else {}
         self.profile = profile
         self.host = host
         self.findings = []
+        self.scope = {}
         self._seen = set()
+
+    def skip(self, checks, why):
+        """``checks`` do not apply to this host (``why``); the first reason given for a check holds."""
+        for check in checks:
+            self.scope.setdefault(check, {'status': NOT_APPLICABLE, 'why': why})
+
+    def unmeasured(self, checks, why):
+        """The input of ``checks`` was not measured on this host (``why``); the first reason given for a check holds."""
+        for check in checks:
+            self.scope.setdefault(check, {'status': NOT_MEASURED, 'why': why})
+
+    def probe_why(self, probes):
+        """Why the facts of ``probes`` are missing, in words: the first that failed, printed what was not understood,
+        whose tool is not installed, or that did not run."""
+        found = dict((p, []) for p in probes)
+        for key, record in sorted((self.facts.get('probes') or {}).items()) if isinstance(self.facts.get('probes'), dict) else []:
+            for probe in probes:
+                if isinstance(record, dict) and (key == probe or key.startswith(probe + ':')):
+                    found[probe].append((key, record))
+        for wanted, text in (('failed', 'probe %s failed: %s'), ('parse_error', 'probe %s printed output that was not understood: %s'),
+                             ('missing', 'probe %s: not found on the node (%s)')):
+            for probe in probes:
+                for key, record in found[probe]:
+                    if record.get('status') == wanted:
+                        detail = (record.get('command') or key) if wanted == 'missing' else (
+                            record.get('error') or 'exit code %s' % record.get('rc'))
+                        detail = ' '.join(str(detail).split())
+                        return text % (key, detail if len(detail) <= WHY_MAX else detail[:WHY_MAX - 1] + '…')
+        return 'probe %s did not run (not gathered, or not in the capture bundle)' % '/'.join(probes)
 
     def status(self, key):
         probes = self.facts.get('probes')
@@ -136,8 +176,10 @@ class _Run(object):
                                             severity=severity, remediation=context.pop('remediation', None),
                                             context=context))
 
-    def unknown(self, probes, component, what):
-        """Facts for ``what`` are absent: stay silent when a probe finding explains it, else say so (info)."""
+    def unknown(self, probes, component, what, checks=()):
+        """Facts for ``what`` are absent: stay silent when a probe finding explains it, else say so (info); ``checks``
+        (those that read them) are not measured."""
+        self.unmeasured(checks, '%s: %s' % (what, self.probe_why(probes)))
         states = []
         for probe in probes:
             states.extend(self.statuses(probe))
@@ -151,7 +193,10 @@ class _Run(object):
         self.add('facts.not_collected', component, 'not collected', what,
                  '%s: not checked (%s): probe %s did not run' % (component, what, '/'.join(probes)), probe=probes[0])
 
-    def not_measured(self, component, what, how):
+    def not_measured(self, component, what, how, checks=()):
+        """The tool did not report ``what`` of ``component`` (a warning); ``checks`` (those that read it) are not measured
+        where no other component of theirs has a finding."""
+        self.unmeasured(checks, '%s: %s was not reported (%s)' % (component, what, how))
         self.add('facts.not_measured', component, None, what,
                  '%s: %s was not reported; the profile requires it' % (component, what), how=how)
 

@@ -93,26 +93,44 @@ def _port_sort_key(port):
     return (0, int(port)) if str(port).isdigit() else (1, str(port))
 
 
+# The InfiniBand checks but the tools' own: not measured where ibstat could not read the ports.
+IB_PORT_CHECKS = ('ib.ca_type', 'ib.link_layer', 'ib.port_count', 'ib.port_counters', 'ib.port_rate', 'ib.port_state')
+NETWORK_CHECKS = ('network.interface_missing', 'network.link', 'network.mtu', 'network.speed', 'network.roce_pfc',
+                  'network.roce_ecn', 'network.roce_trust')
+
+
 def check_infiniband(run):
     want = run.profile.get('infiniband')
     if not want:
+        run.skip(IB_PORT_CHECKS + ('ib.tools_missing',), 'the profile has no infiniband section (a host without InfiniBand)')
         return
     ib = run.facts.get('infiniband') if isinstance(run.facts.get('infiniband'), dict) else {}
     status = run.status('ibstat')
     cas = ib.get('cas') if isinstance(ib.get('cas'), dict) else {}
+    if not want.get('ca_type'):
+        run.skip(['ib.ca_type'], 'the profile sets no infiniband.ca_type')
+    if want.get('rate_gbps_min') is None:
+        run.skip(['ib.port_rate'], 'the profile sets no infiniband.rate_gbps_min')
+    if not want['counters_max']:
+        run.skip(['ib.port_counters'], 'the profile sets no infiniband.counters_max')
     if ib.get('installed') is False or (status == 'missing' and not cas):
         if want['ports_min'] > 0:
             run.add('ib.tools_missing', 'ibstat', 'not installed', '%d port(s)' % want['ports_min'],
                     'ibstat is not installed: cannot see the %d InfiniBand port(s) the profile wants' % want['ports_min'])
+            run.unmeasured(IB_PORT_CHECKS, 'InfiniBand ports: ibstat is not installed (ib.tools_missing)')
+        else:
+            run.skip(IB_PORT_CHECKS, 'the profile wants no InfiniBand port (infiniband.ports_min 0) and ibstat is not installed')
         return
     if not cas and ib.get('installed') is not True and status != 'ok':
-        run.unknown(['ibstat'], 'infiniband', 'InfiniBand ports')
+        run.unknown(['ibstat'], 'infiniband', 'InfiniBand ports', checks=IB_PORT_CHECKS)
         return
     usable, short, other_layer, counted = [], [], [], 0
     counters_seen = False
+    matched = 0
     for ca in sorted(cas):
         if not any(fnmatch.fnmatchcase(ca, pattern) for pattern in want['ca_names']):
             continue
+        matched += 1
         info = cas[ca] if isinstance(cas[ca], dict) else {}
         if want.get('ca_type') and info.get('ca_type') != want['ca_type']:
             run.add('ib.ca_type', ca, info.get('ca_type'), want['ca_type'],
@@ -137,7 +155,7 @@ def check_infiniband(run):
             if want.get('rate_gbps_min') is not None and ok:
                 if rate is None:
                     ok = False
-                    run.not_measured(comp, 'port rate', 'ibstat %s %s' % (ca, port))
+                    run.not_measured(comp, 'port rate', 'ibstat %s %s' % (ca, port), checks=('ib.port_rate',))
                 elif rate < want['rate_gbps_min']:
                     ok = False
                     run.add('ib.port_rate', comp, rate, want['rate_gbps_min'],
@@ -150,15 +168,21 @@ def check_infiniband(run):
                     value = _num(counters.get(cname))
                     if value is None:
                         run.not_measured(comp, 'counter %s' % cname, 'cat /sys/class/infiniband/%s/ports/%s/counters/%s'
-                                         % (ca, port, cname))
+                                         % (ca, port, cname), checks=('ib.port_counters',))
                     elif value > want['counters_max'][cname]:
                         over.append('%s=%d (max %d)' % (cname, value, want['counters_max'][cname]))
                 if over:
                     run.add('ib.port_counters', comp, ', '.join(over), 'counters within counters_max',
                             '%s error counters: %s' % (comp, ', '.join(over)), **ctx)
             (usable if ok else short).append(comp)
+    if not counted:
+        # no port of the profile's link layer was read: nothing to judge of a port (ib.port_count says how many)
+        why = run.probe_why(['ibstat']) if status != 'ok' else 'ibstat lists no %s port%s' % (
+            want['link_layer'], ' of %s' % ', '.join(want['ca_names']) if matched else '')
+        run.unmeasured(('ib.port_state', 'ib.port_rate', 'ib.port_counters') + (() if matched else ('ib.ca_type', 'ib.link_layer')),
+                       'InfiniBand ports: %s' % why)
     if want['counters_max'] and counted and not counters_seen:
-        run.unknown(['ib_counters'], 'infiniband counters', 'InfiniBand port error counters')
+        run.unknown(['ib_counters'], 'infiniband counters', 'InfiniBand port error counters', checks=('ib.port_counters',))
     if len(usable) < want['ports_min']:
         detail = ('; not usable: %s' % ', '.join(short)) if short else ''
         run.add('ib.port_count', 'infiniband', len(usable), want['ports_min'],
@@ -181,12 +205,29 @@ _DOWN_STATES = ('DOWN', 'LOWERLAYERDOWN', 'NOTPRESENT', 'DORMANT')
 def check_network(run):
     want = run.profile.get('network')
     if not want:
+        run.skip(NETWORK_CHECKS, 'the profile has no network section')
         return
+    specs = list(want['interfaces'].values())
+    for check, key, why in (('network.mtu', 'mtu', 'the profile sets no network.interfaces.*.mtu'),
+                            ('network.speed', 'speed_mbps_min', 'the profile sets no network.interfaces.*.speed_mbps_min'),
+                            ('network.link', 'link_detected', 'the profile sets no network.interfaces.*.link_detected')):
+        if not any(spec.get(key) not in (None, False) for spec in specs):
+            run.skip([check], why)
+    roce = want.get('roce')
+    if not roce:
+        run.skip(('network.roce_pfc', 'network.roce_ecn', 'network.roce_trust'), 'the profile has no network.roce')
+    else:
+        if not roce['ecn']:
+            run.skip(['network.roce_ecn'], 'the profile does not ask for ECN (network.roce.ecn)')
+        if not roce.get('trust'):
+            run.skip(['network.roce_trust'], 'the profile sets no network.roce.trust')
+    if not specs and not roce:
+        run.skip(['network.interface_missing'], 'the profile names no interface (network.interfaces, network.roce)')
     net = run.facts.get('network') if isinstance(run.facts.get('network'), dict) else {}
     ifaces = net.get('interfaces') if isinstance(net.get('interfaces'), dict) else {}
     if net.get('probed') is False or (not ifaces and run.status('ip_link') != 'ok'):
         if want['interfaces'] or want.get('roce'):
-            run.unknown(['ip_link'], 'network', 'network interfaces')
+            run.unknown(['ip_link'], 'network', 'network interfaces', checks=NETWORK_CHECKS)
         return
     for pattern in sorted(want['interfaces']):
         spec = want['interfaces'][pattern]
@@ -213,20 +254,20 @@ def _check_interface(run, spec, name, iface):
     if spec.get('mtu') is not None:
         mtu = _num(iface.get('mtu'))
         if mtu is None:
-            run.not_measured(name, 'MTU', 'ip link show %s' % name)
+            run.not_measured(name, 'MTU', 'ip link show %s' % name, checks=('network.mtu',))
         elif mtu != spec['mtu']:
             run.add('network.mtu', name, int(mtu), spec['mtu'], '%s MTU is %d, profile wants %d' % (name, mtu, spec['mtu']))
     if spec['link_detected']:
         link, oper = iface.get('link_detected'), iface.get('operstate')
         if link is None and oper is None:
-            run.not_measured(name, 'link state', 'ethtool %s' % name)
+            run.not_measured(name, 'link state', 'ethtool %s' % name, checks=('network.link',))
         elif link is False or str(oper).upper() in _DOWN_STATES:
             run.add('network.link', name, 'operstate %s, link %s' % (oper, 'detected' if link else 'not detected' if link is False else 'unknown'),
                     'operstate UP, link detected', '%s has no link (operstate %s)' % (name, oper))
     if spec.get('speed_mbps_min') is not None:
         speed = _num(iface.get('speed_mbps'))
         if speed is None:
-            run.not_measured(name, 'link speed', 'ethtool %s' % name)
+            run.not_measured(name, 'link speed', 'ethtool %s' % name, checks=('network.speed',))
         elif speed < spec['speed_mbps_min']:
             run.add('network.speed', name, int(speed), spec['speed_mbps_min'],
                     '%s runs at %d Mb/s, profile wants at least %d Mb/s' % (name, speed, spec['speed_mbps_min']))
@@ -237,7 +278,8 @@ def _check_roce(run, want, name, iface):
     prio = want['pfc_priority']
     pfc = roce.get('pfc')
     if not isinstance(pfc, dict) or pfc.get('enabled_priorities') is None:
-        run.not_measured(name, 'PFC configuration', 'mlnx_qos -i %s (or dcb pfc show dev %s)' % (name, name))
+        run.not_measured(name, 'PFC configuration', 'mlnx_qos -i %s (or dcb pfc show dev %s)' % (name, name),
+                         checks=('network.roce_pfc',))
     else:
         enabled = [int(p) for p in pfc['enabled_priorities'] if str(p).isdigit()]
         if prio not in enabled:
@@ -246,7 +288,8 @@ def _check_roce(run, want, name, iface):
     if want['ecn']:
         ecn = roce.get('ecn')
         if not isinstance(ecn, dict):
-            run.not_measured(name, 'ECN configuration', 'cat /sys/class/net/%s/ecn/roce_np/enable/%d (and roce_rp)' % (name, prio))
+            run.not_measured(name, 'ECN configuration', 'cat /sys/class/net/%s/ecn/roce_np/enable/%d (and roce_rp)' % (name, prio),
+                             checks=('network.roce_ecn',))
         else:
             off = [side for side in ('np', 'rp') if (ecn.get(side) or {}).get(str(prio)) is not True]
             if off:
@@ -255,6 +298,6 @@ def _check_roce(run, want, name, iface):
     if want.get('trust'):
         trust = roce.get('trust')
         if trust is None:
-            run.not_measured(name, 'QoS trust mode', 'mlnx_qos -i %s' % name)
+            run.not_measured(name, 'QoS trust mode', 'mlnx_qos -i %s' % name, checks=('network.roce_trust',))
         elif str(trust).lower() != want['trust']:
             run.add('network.roce_trust', name, trust, want['trust'], '%s trusts %s, profile wants %s' % (name, trust, want['trust']))

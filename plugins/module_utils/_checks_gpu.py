@@ -145,6 +145,34 @@ CHECKS = {
         'GPU reset; escalate if it repeats without a job running.'),
 }
 
+# The checks of the driver itself; the others read the GPUs (not measured where nvidia-smi could not read them).
+DRIVER_CHECKS = ('gpu.driver_missing', 'gpu.driver_library_mismatch', 'gpu.driver_version_mixed')
+DEVICE_CHECKS = tuple(check for check in CHECKS if check not in DRIVER_CHECKS)
+NVLINK_CHECKS = ('gpu.nvlink_count', 'gpu.nvlink_down', 'gpu.nvlink_speed')
+# Why a check the profile does not ask for is not applicable (a key it leaves unset).
+NOT_ASKED = {
+    'gpu.model': 'the profile sets no gpu.model',
+    'gpu.memory': 'the profile sets no gpu.memory_mib_min',
+    'gpu.pcie_link': 'the profile sets no gpu.pcie.gen_min or gpu.pcie.width_min',
+    'gpu.pcie_downtrained': 'the profile does not ask for downtrained links (gpu.pcie.warn_downtrained)',
+    'gpu.persistence_mode': 'the profile does not require persistence mode (gpu.persistence_mode_required)',
+    'gpu.ecc_mode': 'the profile does not require ECC (gpu.ecc_required)',
+    'gpu.ecc_uncorrectable': 'the profile sets no bound in gpu.ecc_errors',
+    'gpu.ecc_correctable': 'the profile sets no bound in gpu.ecc_errors',
+    'gpu.retired_pages': 'the profile sets no gpu.retired_pages_max',
+    'gpu.topology': 'the profile sets no gpu.topology.gpu_pair_link or gpu.topology.pairs',
+    'gpu.nic_affinity': 'the profile sets no gpu.topology.nic_link',
+    'gpu.nvlink_count': 'the profile sets no gpu.nvlink.links_per_gpu',
+    'gpu.nvlink_down': 'the profile sets no gpu.nvlink.links_per_gpu',
+    'gpu.nvlink_speed': 'the profile sets no gpu.nvlink.speed_gbps_min',
+    'gpu.nvlink_errors': 'the profile sets no gpu.nvlink.errors_max',
+}
+
+
+def _not_asked(run, checks):
+    for check in checks:
+        run.skip([check], NOT_ASKED[check])
+
 
 # ---------------------------------------------------------------------------------------------
 # GPU.
@@ -182,10 +210,13 @@ def check_gpu(run):
         if want['count'] > 0:
             run.add('gpu.driver_missing', 'nvidia-smi', 'not installed', '%d GPU(s)' % want['count'],
                     'nvidia-smi is not installed: no NVIDIA driver on a node whose profile wants %d GPU(s)' % want['count'])
+            run.unmeasured(DEVICE_CHECKS + DRIVER_CHECKS[1:], 'the GPUs: nvidia-smi is not installed (gpu.driver_missing)')
+        else:
+            run.skip(DEVICE_CHECKS + DRIVER_CHECKS, 'the profile wants no GPU (gpu.count 0)')
         return
     _check_driver_sources(run, gpu, devices)
     if not devices and gpu.get('count') is None:
-        run.unknown(['nvidia_query_gpu'], 'gpu', 'the GPUs')
+        run.unknown(['nvidia_query_gpu'], 'gpu', 'the GPUs', checks=DEVICE_CHECKS)
         return
     count = len(devices)
     if count != want['count']:
@@ -230,7 +261,8 @@ def _check_driver_sources(run, gpu, devices):
     if not seen:
         return
     if not module_version:
-        run.unknown(['nvidia_proc_version'], 'nvidia driver', 'the loaded kernel module\'s version (/proc/driver/nvidia/version)')
+        run.unknown(['nvidia_proc_version'], 'nvidia driver', 'the loaded kernel module\'s version (/proc/driver/nvidia/version)',
+                    checks=('gpu.driver_library_mismatch',))
         return
     nvml = sorted(seen)
     if nvml != [str(module_version)]:
@@ -249,15 +281,19 @@ def _check_gpu_device(run, want, dev, name):
     if want['persistence_mode_required']:
         mode = dev.get('persistence_mode')
         if mode is None:
-            run.not_measured(name, 'persistence mode', 'nvidia-smi -q | grep Persistence')
+            run.not_measured(name, 'persistence mode', 'nvidia-smi -q | grep Persistence', checks=('gpu.persistence_mode',))
         elif mode is not True:
             run.add('gpu.persistence_mode', name, False, True, '%s: persistence mode is off' % label, **ctx)
+    else:
+        _not_asked(run, ['gpu.persistence_mode'])
     if want['ecc_required']:
         mode = dev.get('ecc_mode')
         if mode is None:
-            run.not_measured(name, 'ECC mode', 'nvidia-smi -q -d ECC')
+            run.not_measured(name, 'ECC mode', 'nvidia-smi -q -d ECC', checks=('gpu.ecc_mode',))
         elif mode is not True:
             run.add('gpu.ecc_mode', name, False, True, '%s: ECC is disabled' % label, **ctx)
+    else:
+        _not_asked(run, ['gpu.ecc_mode'])
     _check_gpu_health(run, want, dev, name, label, ctx)
 
 
@@ -265,17 +301,21 @@ def check_model_memory(run, want, dev, name, label, ctx, how, remediation=None):
     """gpu.model and gpu.memory; ``how`` is (how to read the model, how to read the memory size) by hand,
     ``remediation`` a vendor's texts by check id."""
     remediation = remediation or {}
+    if not want.get('model'):
+        _not_asked(run, ['gpu.model'])
+    if want.get('memory_mib_min') is None:
+        _not_asked(run, ['gpu.memory'])
     if want.get('model'):
         model = dev.get('name')
         if model is None:
-            run.not_measured(name, 'GPU model', how[0])
+            run.not_measured(name, 'GPU model', how[0], checks=('gpu.model',))
         elif want['model'].lower() not in str(model).lower():
             run.add('gpu.model', name, model, want['model'], '%s is a %s, profile wants %s' % (label, model, want['model']),
                     **_with(ctx, remediation.get('gpu.model')))
     if want.get('memory_mib_min') is not None:
         mem = _num(dev.get('memory_total_mib'))
         if mem is None:
-            run.not_measured(name, 'memory size', how[1])
+            run.not_measured(name, 'memory size', how[1], checks=('gpu.memory',))
         elif mem < want['memory_mib_min']:
             run.add('gpu.memory', name, int(mem), want['memory_mib_min'],
                     '%s has %d MiB, profile wants at least %d MiB' % (label, mem, want['memory_mib_min']),
@@ -288,15 +328,19 @@ def _check_pcie(run, want, dev, name, label, ctx, how='nvidia-smi -q -d PCI'):
     # As measured: the current generation and width, then the most the link can reach.
     measured = 'Gen%s x%s (max Gen%s x%s)' % (_int(gen_cur), _int(width_cur), _int(gen_max), _int(width_max))
     problems = []
+    if want.get('gen_min') is None and want.get('width_min') is None:
+        _not_asked(run, ['gpu.pcie_link'])
+    if not want.get('warn_downtrained'):
+        _not_asked(run, ['gpu.pcie_downtrained'])
     if want.get('gen_min') is not None:
         gen = gen_max if gen_max is not None else gen_cur
         if gen is None:
-            run.not_measured(name, 'PCIe generation', how)
+            run.not_measured(name, 'PCIe generation', how, checks=('gpu.pcie_link',))
         elif gen < want['gen_min']:
             problems.append('Gen%d (max the link can reach), profile wants Gen%d' % (gen, want['gen_min']))
     if want.get('width_min') is not None:
         if width_cur is None:
-            run.not_measured(name, 'PCIe width', how)
+            run.not_measured(name, 'PCIe width', how, checks=('gpu.pcie_link',))
         elif width_cur < want['width_min']:
             problems.append('x%d, profile wants x%d' % (width_cur, want['width_min']))
     if problems:
@@ -334,6 +378,8 @@ def _check_gpu_health(run, want, dev, name, label, ctx):
         if pages.get('pending') is True:
             run.add('gpu.retired_pages_pending', name, True, False, '%s: page retirement is pending; reset the GPU' % label, **ctx)
         limit = want.get('retired_pages_max')
+        if limit is None:
+            _not_asked(run, ['gpu.retired_pages'])
         counts = [_num(pages.get(k)) for k in ('single_bit', 'double_bit')]
         counts = [c for c in counts if c is not None]
         if limit is not None and counts and sum(counts) > limit:
@@ -357,7 +403,10 @@ def _check_ecc_counts(run, want, dev, name, label, ctx, remediation=None):
     remediation = remediation or {}
     ecc = dev.get('ecc_errors')
     limits = want['ecc_errors']
+    if not any(limits.get(key) is not None for key in limits):
+        _not_asked(run, ['gpu.ecc_uncorrectable', 'gpu.ecc_correctable'])
     if not isinstance(ecc, dict):
+        run.unmeasured(('gpu.ecc_uncorrectable', 'gpu.ecc_correctable'), '%s: the ECC error counters were not reported' % name)
         return
     bad = _over_limits(ecc, limits, '%s_uncorrectable_max', True)
     if bad:
@@ -390,13 +439,17 @@ def _with(ctx, remediation):
 
 
 def _check_topology(run, want, gpu, devices):
-    topo_want = want.get('topology')
-    if not topo_want or (not topo_want.get('gpu_pair_link') and not topo_want.get('pairs') and not topo_want.get('nic_link')):
+    topo_want = want.get('topology') or {}
+    if not topo_want.get('gpu_pair_link') and not topo_want.get('pairs'):
+        _not_asked(run, ['gpu.topology'])
+    if not topo_want.get('nic_link'):
+        _not_asked(run, ['gpu.nic_affinity'])
+    if not topo_want.get('gpu_pair_link') and not topo_want.get('pairs') and not topo_want.get('nic_link'):
         return
     topo = gpu.get('topology')
     matrix = topo.get('matrix') if isinstance(topo, dict) else None
     if not isinstance(matrix, dict):
-        run.unknown(['nvidia_topo'], 'gpu topology', 'GPU interconnect (nvidia-smi topo -m)')
+        run.unknown(['nvidia_topo'], 'gpu topology', 'GPU interconnect (nvidia-smi topo -m)', checks=('gpu.topology', 'gpu.nic_affinity'))
         return
     indexes = [d.get('index', i) for i, d in enumerate(devices)]
     pairs = topo_want.get('pairs') or {}
@@ -427,10 +480,13 @@ def _check_topology(run, want, gpu, devices):
 def _check_nvlink(run, want, gpu, devices):
     nv_want = want.get('nvlink')
     if not nv_want or not nv_want.get('links_per_gpu'):
+        _not_asked(run, NVLINK_CHECKS)
         return
+    if nv_want.get('speed_gbps_min') is None:
+        _not_asked(run, ['gpu.nvlink_speed'])
     nvlink = gpu.get('nvlink')
     if not isinstance(nvlink, dict):
-        run.unknown(['nvidia_nvlink'], 'gpu nvlink', 'NVLink status (nvidia-smi nvlink --status)')
+        run.unknown(['nvidia_nvlink'], 'gpu nvlink', 'NVLink status (nvidia-smi nvlink --status)', checks=NVLINK_CHECKS)
         return
     expected = nv_want['links_per_gpu']
     speed_min = nv_want.get('speed_gbps_min')
@@ -459,7 +515,7 @@ def _check_nvlink(run, want, gpu, devices):
                 speed = _num(link.get('speed_gbps'))
                 comp = '%s/nvlink%s' % (name, link.get('link'))
                 if speed is None:
-                    run.not_measured(comp, 'NVLink speed', 'nvidia-smi nvlink --status -i %s' % index)
+                    run.not_measured(comp, 'NVLink speed', 'nvidia-smi nvlink --status -i %s' % index, checks=('gpu.nvlink_speed',))
                 elif speed < speed_min:
                     run.add('gpu.nvlink_speed', comp, speed, speed_min,
                             '%s runs at %s GB/s, profile wants at least %s GB/s' % (comp, speed, speed_min), index=index)
@@ -468,10 +524,12 @@ def _check_nvlink(run, want, gpu, devices):
 def _check_nvlink_errors(run, want, gpu, devices):
     bounds = (want.get('nvlink') or {}).get('errors_max')
     if not bounds:
+        _not_asked(run, ['gpu.nvlink_errors'])
         return
     errors = gpu.get('nvlink_errors')
     if not isinstance(errors, dict):
-        run.unknown(['nvidia_nvlink_errors'], 'gpu nvlink errors', 'NVLink error counters (nvidia-smi nvlink -e)')
+        run.unknown(['nvidia_nvlink_errors'], 'gpu nvlink errors', 'NVLink error counters (nvidia-smi nvlink -e)',
+                    checks=('gpu.nvlink_errors',))
         return
     for i, dev in enumerate(devices):
         index = dev.get('index', i)
@@ -488,7 +546,7 @@ def _check_nvlink_errors(run, want, gpu, devices):
 
 def _check_xid(run, want, gpu, devices):
     if 'xid_events' not in gpu or gpu.get('xid_events') is None:
-        run.unknown(['kernel_log'], 'gpu xid', 'Xid events in the kernel log')
+        run.unknown(['kernel_log'], 'gpu xid', 'Xid events in the kernel log', checks=('gpu.xid', 'gpu.xid_fatal'))
         return
     xid_want = want['xid']
     fatal = dict((e['xid'], e) for e in xid_want['fatal'])

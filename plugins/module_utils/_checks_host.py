@@ -182,16 +182,32 @@ PROFILE_KEYS = {'host': {
 # ---------------------------------------------------------------------------------------------
 # Host.
 
+# The host checks (their own section of the profile); the time checks read chronyc.
+HOST_CHECKS = tuple(check for check in CHECKS if check.startswith('host.'))
+TIME_CHECKS = ('host.chrony_missing', 'host.time_sync', 'host.time_offset')
+MEMORY_CHECKS = (('host.memory_available', ('available_min_gib', 'available_min_percent'),
+                  'the profile sets no host.memory.available_min_gib or available_min_percent'),
+                 ('host.swap', ('swap_allowed',), 'the profile does not forbid swap (host.memory.swap_allowed)'),
+                 ('host.hugepages', ('hugepages_max_gib',), 'the profile sets no host.memory.hugepages_max_gib'))
+
+
 def check_host(run):
     want = run.profile.get('host')
     if not want:
+        run.skip(HOST_CHECKS, 'the profile has no host section')
         return
     host = run.facts.get('host') if isinstance(run.facts.get('host'), dict) else {}
     _check_os(run, want, host)
+    if not want['kernel_modules_required']:
+        run.skip(['host.kernel_module'], 'the profile requires no kernel module (host.kernel_modules_required)')
+    if not want['memlock_unlimited']:
+        run.skip(['host.memlock'], 'the profile does not require an unlimited locked-memory limit (host.memlock_unlimited)')
+    if not want['pcie_acs_must_be_disabled']:
+        run.skip(['host.pcie_acs'], 'the profile does not require PCIe ACS off (host.pcie_acs_must_be_disabled)')
     if want['kernel_modules_required']:
         loaded = host.get('kernel_modules')
         if not isinstance(loaded, list):
-            run.unknown(['kernel_modules'], 'kernel modules', 'loaded kernel modules')
+            run.unknown(['kernel_modules'], 'kernel modules', 'loaded kernel modules', checks=('host.kernel_module',))
         else:
             have = set(str(m).replace('-', '_') for m in loaded)
             for module in want['kernel_modules_required']:
@@ -201,9 +217,9 @@ def check_host(run):
     _check_time(run, want, host)
     if want['memlock_unlimited']:
         if 'memlock_unlimited' not in host and 'memlock_kib' not in host:
-            run.unknown(['memlock'], 'host', 'the locked-memory limit')
+            run.unknown(['memlock'], 'host', 'the locked-memory limit', checks=('host.memlock',))
         elif host.get('memlock_unlimited') is None and host.get('memlock_kib') is None:
-            run.not_measured('host', 'locked-memory limit', 'ulimit -l')
+            run.not_measured('host', 'locked-memory limit', 'ulimit -l', checks=('host.memlock',))
         elif host.get('memlock_unlimited') is not True:
             run.add('host.memlock', 'host', '%s KiB' % host.get('memlock_kib'), 'unlimited',
                     'locked-memory limit (ulimit -l) is %s KiB, RDMA wants unlimited' % host.get('memlock_kib'))
@@ -215,9 +231,9 @@ def check_host(run):
     if want['pcie_acs_must_be_disabled']:
         acs = host.get('pcie_acs')
         if not isinstance(acs, dict):
-            run.unknown(['lspci'], 'pcie acs', 'PCIe ACS settings')
+            run.unknown(['lspci'], 'pcie acs', 'PCIe ACS settings', checks=('host.pcie_acs',))
         elif not acs.get('checked'):
-            run.not_measured('pcie acs', 'PCIe ACS control bits', 'sudo lspci -vvv | grep ACSCtl')
+            run.not_measured('pcie acs', 'PCIe ACS control bits', 'sudo lspci -vvv | grep ACSCtl', checks=('host.pcie_acs',))
         elif acs.get('enabled'):
             bridges = sorted(str(b) for b in acs['enabled'])
             run.add('host.pcie_acs', 'pcie acs', bridges, [], 'PCIe ACS is enabled on %d bridge(s): %s' % (len(bridges), ', '.join(bridges)))
@@ -226,10 +242,11 @@ def check_host(run):
 def _check_os(run, want, host):
     os_want = want.get('os')
     if not os_want:
+        run.skip(['host.os'], 'the profile sets no host.os')
         return
     info = host.get('os')
     if not isinstance(info, dict):
-        run.unknown(['os_release'], 'host', 'the operating system')
+        run.unknown(['os_release'], 'host', 'the operating system', checks=('host.os',))
         return
     os_id = str(info.get('id') or '').lower()
     version = str(info.get('version_id') or '')
@@ -247,25 +264,31 @@ def _check_os(run, want, host):
 def _check_time(run, want, host):
     t_want = want.get('time')
     if not t_want:
+        run.skip(TIME_CHECKS, 'the profile sets no host.time')
         return
+    if not t_want['require_synchronised']:
+        run.skip(['host.time_sync'], 'the profile does not require a synchronised clock (host.time.require_synchronised)')
+    if t_want.get('max_offset_ms') is None:
+        run.skip(['host.time_offset'], 'the profile sets no host.time.max_offset_ms')
     info = host.get('time')
     if not isinstance(info, dict):
-        run.unknown(['chrony'], 'chrony', 'clock synchronisation')
+        run.unknown(['chrony'], 'chrony', 'clock synchronisation', checks=TIME_CHECKS)
         return
     if info.get('installed') is False:
         run.add('host.chrony_missing', 'chrony', 'not installed', 'chrony synchronised', 'chronyc is not installed')
+        run.unmeasured(TIME_CHECKS[1:], 'the clock: chronyc is not installed (host.chrony_missing)')
         return
     if t_want['require_synchronised']:
         sync = info.get('synchronised')
         if sync is None:
-            run.not_measured('chrony', 'synchronisation state', 'chronyc tracking')
+            run.not_measured('chrony', 'synchronisation state', 'chronyc tracking', checks=('host.time_sync',))
         elif sync is not True:
             run.add('host.time_sync', 'chrony', 'not synchronised (leap status %s, reference %s)' % (info.get('leap_status'), info.get('reference')),
                     'synchronised', 'the clock is not synchronised (chronyc tracking: leap status %s)' % info.get('leap_status'))
     if t_want.get('max_offset_ms') is not None:
         offset = _num(info.get('offset_seconds'))
         if offset is None:
-            run.not_measured('chrony', 'clock offset', 'chronyc tracking')
+            run.not_measured('chrony', 'clock offset', 'chronyc tracking', checks=('host.time_offset',))
         elif abs(offset) * 1000.0 > t_want['max_offset_ms']:
             run.add('host.time_offset', 'chrony', '%.3f ms' % (offset * 1000.0), '<= %s ms' % _g(t_want['max_offset_ms']),
                     'the clock is %.3f ms %s' % (abs(offset) * 1000.0, 'ahead' if offset > 0 else 'behind'))
@@ -286,32 +309,39 @@ def _mount_of(entries, path):
 
 def _check_disks(run, want, host):
     if not want['disks']:
+        run.skip(['host.disk_free'], 'the profile sets no host.disks')
         return
     disks = host.get('disks')
     if not isinstance(disks, dict):
-        run.unknown(['disks'], 'disks', 'free disk space')
+        run.unknown(['disks'], 'disks', 'free disk space', checks=('host.disk_free',))
         return
     for item in want['disks']:
         path = item['path']
         entry = disks.get(path) if isinstance(disks.get(path), dict) else _mount_of(disks.values(), path)
         comp = 'disk %s' % path
         if entry is None:
-            run.not_measured(comp, 'free space', 'df -h %s' % path)
+            run.not_measured(comp, 'free space', 'df -h %s' % path, checks=('host.disk_free',))
             continue
         free = _num(entry.get('free_bytes'))
         if free is None:
-            run.not_measured(comp, 'free space', 'df -h %s' % path)
+            run.not_measured(comp, 'free space', 'df -h %s' % path, checks=('host.disk_free',))
         elif free < item['min_free_gb'] * 1e9:
             run.add('host.disk_free', comp, '%.1f GB' % (free / 1e9), '>= %s GB' % _g(item['min_free_gb']),
                     '%s has %.1f GB free, profile wants at least %s GB' % (path, free / 1e9, _g(item['min_free_gb'])), path=path)
 
 
 def _check_memory(run, want, host):
+    asked = []
+    for check, keys, why in MEMORY_CHECKS:
+        if all(want.get(key) in (None, True) if key == 'swap_allowed' else want.get(key) is None for key in keys):
+            run.skip([check], why)
+        else:
+            asked.append(check)
     if all(want.get(key) is None for key in PROFILE_KEYS['host']['memory']['keys']):
         return
     memory = host.get('memory')
     if not isinstance(memory, dict):
-        run.unknown(['meminfo'], 'memory', 'memory headroom (/proc/meminfo)')
+        run.unknown(['meminfo'], 'memory', 'memory headroom (/proc/meminfo)', checks=asked)
         return
     total = _num(memory.get('total_bytes'))
     floors = []
@@ -322,7 +352,7 @@ def _check_memory(run, want, host):
         floors.append((total * share / 100.0, '%s GiB (%s%% of %.0f GiB)' % (_g(round(total * share / 100.0 / _GIB, 1)), _g(share), total / _GIB)))
     available = _num(memory.get('available_bytes'))
     if floors and available is None:
-        run.not_measured('memory', 'MemAvailable', 'grep MemAvailable /proc/meminfo')
+        run.not_measured('memory', 'MemAvailable', 'grep MemAvailable /proc/meminfo', checks=('host.memory_available',))
     elif floors:
         floor, words = max(floors)
         if available < floor:
@@ -331,7 +361,7 @@ def _check_memory(run, want, host):
     swap = _num(memory.get('swap_total_bytes'))
     if want.get('swap_allowed') is False:
         if swap is None:
-            run.not_measured('memory', 'SwapTotal', 'grep SwapTotal /proc/meminfo')
+            run.not_measured('memory', 'SwapTotal', 'grep SwapTotal /proc/meminfo', checks=('host.swap',))
         elif swap > 0:
             used = swap - (_num(memory.get('swap_free_bytes')) or 0)
             run.add('host.swap', 'memory', '%.1f GiB of swap (%.1f GiB used)' % (swap / _GIB, used / _GIB), 'no swap',
@@ -339,7 +369,7 @@ def _check_memory(run, want, host):
     if want.get('hugepages_max_gib') is not None:
         reserved = _num(memory.get('hugepages_bytes'))
         if reserved is None:
-            run.not_measured('memory', 'huge pages reserved', 'grep -i huge /proc/meminfo')
+            run.not_measured('memory', 'huge pages reserved', 'grep -i huge /proc/meminfo', checks=('host.hugepages',))
         elif reserved > want['hugepages_max_gib'] * _GIB:
             run.add('host.hugepages', 'memory', '%.1f GiB' % (reserved / _GIB), '<= %s GiB' % _g(want['hugepages_max_gib']),
                     '%d huge pages reserve %.1f GiB that no ordinary allocation can use, over the profile\'s %s GiB'
@@ -348,17 +378,18 @@ def _check_memory(run, want, host):
 
 def _check_storage(run, want, host):
     if not want:
+        run.skip(['host.storage_kind'], 'the profile sets no host.storage')
         return
     mounts = host.get('mounts')
     if not isinstance(mounts, list):
-        run.unknown(['mounts'], 'storage', 'the file systems of the storage paths (/proc/mounts)')
+        run.unknown(['mounts'], 'storage', 'the file systems of the storage paths (/proc/mounts)', checks=('host.storage_kind',))
         return
     for item in want:
         path = item['path']
         comp = 'storage %s' % path
         entry = _mount_of(mounts, path)
         if entry is None:
-            run.not_measured(comp, 'the file system holding it', 'findmnt -T %s' % path)
+            run.not_measured(comp, 'the file system holding it', 'findmnt -T %s' % path, checks=('host.storage_kind',))
             continue
         fstype = entry.get('fstype')
         what = '%s (%s on %s)' % (fstype, entry.get('device'), entry.get('mount'))
@@ -376,6 +407,7 @@ def _check_storage(run, want, host):
 
 def _check_reads(run, want, host):
     if not want:
+        run.skip(('host.storage_read_slow', 'host.storage_unreadable'), 'the profile sets no host.storage read_mb_s_min')
         return
     reads = host.get('storage_read') if isinstance(host.get('storage_read'), dict) else {}
     for item in want:
@@ -383,7 +415,8 @@ def _check_reads(run, want, host):
         comp = 'storage %s' % path
         read = reads.get(path)
         if not isinstance(read, dict):
-            run.unknown(['storage_read:' + path], comp, 'the read throughput of %s' % path)
+            run.unknown(['storage_read:' + path], comp, 'the read throughput of %s' % path,
+                        checks=('host.storage_read_slow', 'host.storage_unreadable'))
             continue
         if read.get('error') and not read.get('bytes'):
             run.add('host.storage_unreadable', comp, read['error'], 'readable',
@@ -392,7 +425,7 @@ def _check_reads(run, want, host):
         size, speed = _num(read.get('bytes')) or 0, _num(read.get('mb_per_s'))
         if size < MIN_READ_BYTES or speed is None:
             run.not_measured(comp, 'read throughput (only %d MiB could be read, %d MiB needed for a figure)'
-                             % (size // 2 ** 20, MIN_READ_BYTES // 2 ** 20), 'du -sh %s' % path)
+                             % (size // 2 ** 20, MIN_READ_BYTES // 2 ** 20), 'du -sh %s' % path, checks=('host.storage_read_slow',))
         elif speed < floor:
             cache = '' if read.get('cache_dropped') else ', page cache kept'
             measured = '%s MB/s (%.0f MiB in %ss%s)' % (_g(speed), size / 2 ** 20, _g(read.get('seconds')), cache)
@@ -402,10 +435,11 @@ def _check_reads(run, want, host):
 
 def _check_ports(run, want, host):
     if not want['ports_must_be_free']:
+        run.skip(['host.port_in_use'], 'the profile names no port that must be free (host.ports_must_be_free)')
         return
     listening = host.get('listening')
     if not isinstance(listening, list):
-        run.unknown(['listening'], 'ports', 'listening ports')
+        run.unknown(['listening'], 'ports', 'listening ports', checks=('host.port_in_use',))
         return
     for spec in want['ports_must_be_free']:
         number, proto = spec.split('/')
@@ -423,12 +457,25 @@ def check_hygiene(run):
     gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
     devices = [d for d in (gpu.get('devices') or []) if isinstance(d, dict)]
     gpu_want = run.profile.get('gpu')
+    if not gpu_want:
+        run.skip(('gpu.compute_mode', 'gpu.process'), 'the profile has no gpu section')
+    elif not gpu_want.get('compute_modes'):
+        run.skip(['gpu.compute_mode'], 'the profile sets no gpu.compute_modes')
+    if gpu_want and not gpu_want.get('idle_required'):
+        run.skip(['gpu.process'], 'the profile does not require idle GPUs (gpu.idle_required)')
     if gpu_want and devices and gpu_want.get('vendor') == 'amd':
+        run.skip(['gpu.compute_mode'], "an NVIDIA setting (nvidia-smi's compute mode): the profile's GPUs are AMD")
         if gpu_want.get('idle_required'):    # no AMD process probe yet: requested, so never a silent pass
-            run.not_measured('gpu', 'processes on the GPUs', 'amd-smi process')
+            run.not_measured('gpu', 'processes on the GPUs', 'amd-smi process', checks=('gpu.process',))
     elif gpu_want and devices:
         _hygiene.check_gpu_usage(run, gpu_want, devices)
+    elif gpu_want and gpu_want.get('count'):
+        run.unmeasured(('gpu.compute_mode', 'gpu.process'), 'the GPUs: no GPU was read')
+    elif gpu_want:
+        run.skip(('gpu.compute_mode', 'gpu.process'), 'the profile wants no GPU (gpu.count 0)')
     host_want = run.profile.get('host')
+    if not host_want:
+        run.skip(('host.leftover_process', 'network.link_flaps'), 'the profile has no host section')
     if host_want:
         host = run.facts.get('host') if isinstance(run.facts.get('host'), dict) else {}
         _hygiene.check_leftover_processes(run, host_want, host, devices)
@@ -454,6 +501,7 @@ _SOFTWARE = (
 def check_software(run):
     want = run.profile.get('software')
     if not want:
+        run.skip([spec[0] for spec in _SOFTWARE], 'the profile has no software section')
         return
     soft = run.facts.get('software') if isinstance(run.facts.get('software'), dict) else {}
     gpu = run.facts.get('gpu') if isinstance(run.facts.get('gpu'), dict) else {}
@@ -461,6 +509,7 @@ def check_software(run):
         exact = want.get(exact_key) if exact_key else None
         minimum = want.get(min_key)
         if exact is None and minimum is None:
+            run.skip([check], 'the profile sets no software.%s' % ' or software.'.join(k for k in (exact_key, min_key) if k))
             continue
         value = soft.get(fact)
         if value is None and fact in ('driver_version', 'cuda_driver_version'):
@@ -471,12 +520,14 @@ def check_software(run):
             if fact in ('driver_version', 'cuda_driver_version') and gpu.get('installed') is False:
                 if not (run.profile.get('gpu') or {}).get('count'):
                     run.add(check, component, 'not installed', expected, '%s: nvidia-smi is not installed' % label)
+                else:
+                    run.unmeasured([check], '%s: nvidia-smi is not installed (gpu.driver_missing)' % label)
                 continue
             states = [s for p in probes for s in run.statuses(p)]
             if 'ok' in states or 'missing' in states:
                 run.add(check, component, 'not found', expected, '%s not found on the node; profile wants %s' % (label, expected))
             else:
-                run.unknown(probes, component, '%s version' % label)
+                run.unknown(probes, component, '%s version' % label, checks=(check,))
             continue
         bad = []
         if exact is not None and not version_matches(value, exact):

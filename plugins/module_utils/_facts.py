@@ -867,9 +867,10 @@ SET_AROUND = (
      '`status` (`pass`/`warn`/`fail`, `error` when the node could not be probed), `findings` (the node checks\' and the '
      'stages\' that follow), `error` (why the node could not be probed: unreachable, the probe failed; else `null`), '
      "`verdict` (the gate's message, empty when the host passes), `fail_on`, `flags` (the stages the host takes part "
-     'in: `stages`, `on_failed`, `multinode`, `recheck`) and `compare` (profile file, its `checks` overrides and the '
+     'in: `stages`, `on_failed`, `multinode`, `recheck`), `compare` (profile file, its `checks` overrides and the '
      'four values the hosts are compared on: driver, NCCL, CUDA toolkit, kernel; `null` leaves the host out of the '
-     'comparison)'),
+     'comparison) and `checks` (`{check: {status, why}}` of the checks that judged nothing on the host: '
+     '`not_applicable` or `not_measured`, with why; docs/report-format.md, "Check status")'),
 )
 
 TRAILER = '''## `ib_write_bw` between two nodes (isolation)

@@ -205,14 +205,21 @@ def _override_for(check, table):
     return None
 
 
+def disabled_by(check, checks):
+    """The pattern of a profile's ``checks.disable`` that switches ``check`` off, or None."""
+    for pattern in (checks or {}).get('disable') or []:
+        if fnmatch.fnmatchcase(check, pattern):
+            return pattern
+    return None
+
+
 def apply_overrides(findings, checks):
     """Apply a profile's ``checks`` section (``disable``, ``severity``: ids or globs) to findings; a new list."""
     checks = checks or {}
-    disabled = checks.get('disable') or []
     severities = checks.get('severity') or {}
     out = []
     for finding in findings:
-        if any(fnmatch.fnmatchcase(finding['check'], pattern) for pattern in disabled):
+        if disabled_by(finding['check'], checks) is not None:
             continue
         severity = _override_for(finding['check'], severities)
         if severity:

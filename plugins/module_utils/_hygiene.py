@@ -61,7 +61,8 @@ def check_gpu_usage(run, want, devices):
     if not modes and not idle:
         return
     if run.status('nvidia_smi_xml') != 'ok':
-        run.unknown(['nvidia_smi_xml'], 'gpu', 'GPU compute mode and the processes on the GPUs')
+        run.unknown(['nvidia_smi_xml'], 'gpu', 'GPU compute mode and the processes on the GPUs',
+                    checks=(['gpu.compute_mode'] if modes else []) + (['gpu.process'] if idle else []))
         return
     for i, dev in enumerate(devices):
         if dev.get('parse_error') and dev.get('bus_id') is None and dev.get('name') is None:
@@ -72,7 +73,8 @@ def check_gpu_usage(run, want, devices):
         if modes:
             mode = dev.get('compute_mode')
             if mode is None:
-                run.not_measured(name, 'compute mode', 'nvidia-smi --query-gpu=index,compute_mode --format=csv')
+                run.not_measured(name, 'compute mode', 'nvidia-smi --query-gpu=index,compute_mode --format=csv',
+                                 checks=('gpu.compute_mode',))
             elif mode not in modes:
                 run.add('gpu.compute_mode', name, mode, ' or '.join(modes),
                         '%s is in compute mode %s, profile allows %s' % (label, mode, ', '.join(modes)), index=index)
@@ -84,7 +86,7 @@ def _check_gpu_processes(run, want, dev, index, name, label):
     procs = dev.get('processes')
     if procs is None:
         how = 'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv'
-        run.not_measured(name, 'processes on the GPU', how)
+        run.not_measured(name, 'processes on the GPU', how, checks=('gpu.process',))
         return
     for proc in procs:
         if not isinstance(proc, dict) or _ignored(proc, want.get('idle_ignore_processes') or []):
@@ -108,10 +110,11 @@ def check_leftover_processes(run, want, host, devices):
     """``host.leftover_process``: processes of a job (profile patterns) already running on the node."""
     patterns = want.get('leftover_process_patterns') or []
     if not patterns:
+        run.skip(['host.leftover_process'], 'the profile sets no host.leftover_process_patterns')
         return
     procs = host.get('processes')
     if not isinstance(procs, dict):
-        run.unknown(['processes'], 'processes', 'processes of an earlier job (ps)')
+        run.unknown(['processes'], 'processes', 'processes of an earlier job (ps)', checks=('host.leftover_process',))
         return
     read = procs.get('patterns') or []
     unread = [p for p in patterns if p not in read]

@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
-    _checks, _dmon_checks, _findings, _host_samples, _profile, _workloads,
+    _checks, _checks_base, _dmon_checks, _findings, _host_samples, _profile, _workloads,
 )
 
 
@@ -31,6 +31,19 @@ class Judge(object):
     def node(self, facts, host):
         """Findings of one host's facts (docs/facts.md)."""
         return self._judged(_checks.check_node(facts, self.profile, host))
+
+    def node_checks(self, facts, host, catalogue=()):
+        """``(findings, checks)``: the findings of ``node``, and ``{check: {status, why}}`` of the checks that judged
+        nothing on this host: the node checks that do not apply or whose input was not measured
+        (``_checks_base._Run.scope``), and each check of the node's and of ``catalogue`` (ids) that the profile
+        switches off (``checks.disable``: not applicable)."""
+        run = _checks.node_run(facts, self.profile, host)
+        checks = dict(run.scope)
+        for check in sorted(set(catalogue) | set(_checks.CHECKS)):
+            pattern = _findings.disabled_by(check, self._overrides)
+            if pattern is not None:
+                checks[check] = {'status': _checks_base.NOT_APPLICABLE, 'why': 'switched off by the profile (checks.disable: %s)' % pattern}
+        return self._judged(run.findings), checks
 
     def group(self, facts_by_host, keys=_checks.DEFAULT_GROUP_KEYS):
         """``consistency.<key>`` findings of the hosts whose value differs from the majority, host by host: the

@@ -55,10 +55,11 @@ def check_link_flaps(run, want, network):
     spec = want.get('link_flaps') or {}
     limit = spec.get('down_events_max')
     if limit is None:
+        run.skip(['network.link_flaps'], 'the profile sets no host.link_flaps.down_events_max')
         return
     events = network.get('link_events')
     if not isinstance(events, dict):
-        run.unknown(['kernel_log'], 'network link events', 'link down events in the kernel log')
+        run.unknown(['kernel_log'], 'network link events', 'link down events in the kernel log', checks=('network.link_flaps',))
         return
     interfaces = network.get('interfaces') if isinstance(network.get('interfaces'), dict) else {}
     ignore = spec.get('ignore') or []

@@ -24,6 +24,8 @@ import re
 import tempfile
 import time
 
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _check_status
+
 _NAME_RE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*$')
 _LABEL_RE = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*$')
 _SURROGATE_RE = re.compile('[\ud800-\udfff]')
@@ -52,6 +54,11 @@ METRICS = (
      'without findings has no sample.', ('host', 'run_id', 'check', 'component')),
     ('xuanwu_host_not_judged', 'A measurement of a host that was not compared with the profile (always 1).',
      ('host', 'run_id', 'component')),
+    ('xuanwu_host_checks', 'Checks of a host by status (fail, warn, info: its worst finding; pass; not_measured; '
+     'not_applicable).', ('host', 'run_id', 'status')),
+    ('xuanwu_check_not_measured', 'A check of a host whose input was not measured (always 1); a check of a probed host '
+     'with neither this, xuanwu_check_not_applicable nor xuanwu_check_outcome passed.', ('host', 'run_id', 'check')),
+    ('xuanwu_check_not_applicable', 'A check that does not apply to a host (always 1).', ('host', 'run_id', 'check')),
     ('xuanwu_workload_seconds', 'Wall time of a workload run.', ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_workload_exit_code', 'Exit code of a workload run.', ('host', 'run_id', 'kind', 'component')),
     ('xuanwu_workload_timed_out', 'A workload run hit its time limit (1) or not (0).', ('host', 'run_id', 'kind', 'component')),
@@ -276,6 +283,14 @@ def _host(metrics, host, entry, run_id, finished):
     not_judged = entry.get('not_judged') if isinstance(entry.get('not_judged'), dict) else {}
     for component in not_judged:
         metrics.add('xuanwu_host_not_judged', {'host': host, 'run_id': run_id, 'component': component}, 1)
+    # the status of every check (_check_status.host_checks, the one every format of the report states)
+    checks = _check_status.host_checks(entry)
+    for status, count in sorted(_check_status.counts(checks).items()):
+        metrics.add('xuanwu_host_checks', {'host': host, 'run_id': run_id, 'status': status}, count)
+    for check in sorted(checks):
+        status = checks[check]['status']
+        if status in _check_status.SKIPPED:
+            metrics.add('xuanwu_check_%s' % status, {'host': host, 'run_id': run_id, 'check': check}, 1)
     _workloads(metrics, host, run_id, entry.get('workloads'))
 
 

@@ -155,7 +155,8 @@ ansible_facts:
     - C(xuanwu_facts) and C(xuanwu_profile_resolved) (in brief unless the host takes part in a later stage or O(full_facts)),
       C(xuanwu_profile_path), C(xuanwu_workloads) (empty) and the host's one
       result C(xuanwu_node) - C(status) (C(error) when the node was not probed, the reason in C(error)), C(findings),
-      C(verdict) (the gate's message, empty when the host passes), C(flags), C(compare), C(fail_on) (C(docs/facts.md)).
+      C(verdict) (the gate's message, empty when the host passes), C(flags), C(compare), C(fail_on), C(checks) (the checks
+      that judged nothing on the host, not applicable or not measured, and why) (C(docs/facts.md)).
   returned: always
   type: dict
 '''

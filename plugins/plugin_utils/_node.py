@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _checks, _findings, _hygiene, _judge
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _catalogue, _checks, _findings, _hygiene, _judge
 
 # The arguments of a host's verdict (documented by the doc fragment xuanwu.cluster.verdict).
 VERDICT_ARGUMENT_SPEC = dict(
@@ -27,13 +27,14 @@ CONSISTENCY_KEYS = _checks.DEFAULT_GROUP_KEYS
 
 
 def verdict(facts, profile, host, fail_on='fail', job_ports=(), job_env=None, job_mpirun_args=()):
-    """``(findings, summary, failing)`` of one host; raises ``ProfileError`` for a bad profile."""
+    """``(findings, summary, failing, checks)`` of one host (``checks``: ``Judge.node_checks``'s, the checks that judged
+    nothing on it and why); raises ``ProfileError`` for a bad profile."""
     ports = _hygiene.job_ports(env=job_env or {}, mpirun_args=list(job_mpirun_args), extra=list(job_ports))
     judge = _judge.Judge(_hygiene.with_job_ports(profile, ports))
-    findings = judge.node(facts, host)
+    findings, checks = judge.node_checks(facts, host, _catalogue.CATALOGUE)
     summary = _findings.summarise(findings)
     failing = [f for f in findings if _findings.is_failing(f, fail_on)]
-    return findings, summary, failing
+    return findings, summary, failing, checks
 
 
 def _dig(facts, key):
@@ -45,15 +46,17 @@ def _dig(facts, key):
     return value
 
 
-def summary(facts, profile, path, fail_on='fail', flags=(), compare=True, host=None, findings=(), status=None, error=None):
+def summary(facts, profile, path, fail_on='fail', flags=(), compare=True, host=None, findings=(), status=None, error=None,
+            checks=None):
     """The host's one result fact, ``xuanwu_node``: what the later steps, the report and the gate read of it, small
     whatever the size of its facts.
 
     ``status`` (pass, warn, fail; ``error`` when it was not validated), ``findings``, ``error`` (why it was not
     validated, or None), ``verdict`` (the gate's message, ``''`` when it passes: ``_findings.verdict``), ``fail_on``
     (the lowest severity that fails it), ``flags`` (the stages switched on for it: ``stages``, ``on_failed``,
-    ``multinode``, ``recheck``) and ``compare`` (the values the comparison between hosts reads; None leaves the host
-    out of it).
+    ``multinode``, ``recheck``), ``compare`` (the values the comparison between hosts reads; None leaves the host
+    out of it) and ``checks`` (``{check: {status, why}}`` of the checks that judged nothing on it: not applicable, not
+    measured; the report's check status reads them, docs/report-format.md).
     """
     entry = None
     if compare and facts is not None and not error:
@@ -63,7 +66,7 @@ def summary(facts, profile, path, fail_on='fail', flags=(), compare=True, host=N
     status = 'error' if error else status or _findings.status_of(findings)
     return {'status': status, 'findings': findings, 'error': error or None,
             'verdict': _findings.verdict(host, findings, fail_on, error), 'compare': entry, 'flags': list(flags),
-            'fail_on': fail_on}
+            'fail_on': fail_on, 'checks': dict(checks or {})}
 
 
 def with_findings(node, host, added):

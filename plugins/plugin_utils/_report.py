@@ -13,7 +13,7 @@ import math
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _check_status, _findings
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _fleet_step, _svg
 
 REPORT_SCHEMA_VERSION = 1
@@ -75,7 +75,9 @@ def _facts_summary(facts):
     }
 
 
-def host_entry(host, status, findings, facts, profile_name, profile_path, error=None, workloads=None):
+def host_entry(host, status, findings, facts, profile_name, profile_path, error=None, workloads=None, checks=None):
+    """A host's entry of the report; ``checks``: what its node account says of the checks that judged nothing on it
+    (``xuanwu_node.checks``: ``{check: {status, why}}``), ``build_report`` makes every check's status of it."""
     findings = sorted(findings or [], key=_findings.root_cause_key)
     counts = dict((sev, sum(1 for f in findings if f.get('severity') == sev)) for sev in ('fail', 'warn', 'info'))
     entry = {
@@ -91,6 +93,7 @@ def host_entry(host, status, findings, facts, profile_name, profile_path, error=
         # what ran and cannot apply to this host (a collective on one GPU): {component: why}; neither pass nor failure
         'not_applicable': dict((w.get('component') or w.get('kind'), w['not_applicable'])
                                for w in workloads or [] if isinstance(w, dict) and w.get('not_applicable')),
+        'checks': dict(checks or {}),
     }
     if error:
         entry['error'] = error
@@ -98,7 +101,9 @@ def host_entry(host, status, findings, facts, profile_name, profile_path, error=
 
 
 def build_report(run_id, started_at, finished_at, collection_version, ansible_version, playbook, hosts, profiles):
-    """``hosts`` maps host name to a ``host_entry``; ``profiles`` maps profile name to its path."""
+    """``hosts`` maps host name to a ``host_entry``; ``profiles`` maps profile name to its path. Each host's ``checks``
+    becomes the status of every check of the catalogue on it (``host_checks``), the one every format states."""
+    hosts = dict((host, dict(entry, checks=host_checks(entry))) for host, entry in hosts.items())
     counts = dict((s, 0) for s in STATUS_ORDER)
     for entry in hosts.values():
         counts[entry['status']] = counts.get(entry['status'], 0) + 1
@@ -132,124 +137,44 @@ def _fmt(value):
     return str(value)
 
 
-# The checks of a stage (collectives, workloads, the SSH mesh) are test cases of a host only where that stage ran
-# on it (a run of one of these kinds in its workloads) or found something: a stage that did not run is no pass.
-STAGE_AREAS = {
-    'collectives': ('nccl_tests',),
-    'workload': ('torch_allreduce', 'ddp_smoke', 'fault_isolation', 'soak', 'link_counters', 'gpu_single', 'elastic_restart'),
-    'mesh': ('mesh',),
-    'container': ('container_smoke',),
-    # the scheduler's view of a node before a rollout returns it to service
-    'scheduler': ('scheduler',),
-    # the dmon checks: where a workload's GPU samples were read (a workload run with "dmon" and its "gpus")
-    'dmon': ('dmon',),
-}
+# The checks of a stage and the other parts of the derivation of a check's status (plugins/module_utils/_check_status.py)
+STAGE_AREAS = _check_status.STAGE_AREAS
+WORKLOAD_OF_CHECKS = _check_status.WORKLOAD_OF_CHECKS
+HOST_CPU_CHECKS = _check_status.HOST_CPU_CHECKS
+STEP_CHECKS = _check_status.STEP_CHECKS
 
 
-def _kinds(entry):
-    """The workload kinds of a host's report entry that were judged (a run not applicable to the host is not), plus
-    ``dmon`` where GPU samples were judged."""
-    runs = [w for w in entry.get('workloads') or [] if isinstance(w, dict)]
-    kinds = set(w.get('kind') for w in runs if not w.get('not_applicable'))
-    if any(isinstance(w.get('dmon'), dict) and w['dmon'].get('gpus') for w in runs):
-        kinds.add('dmon')
-    return kinds
-
-
-def _dmon_not_judged(entry):
-    """``{check: [why]}`` of the dmon checks that some run could not judge (its ``dmon.not_judged``), ``dmon.*``
-    standing for every dmon check."""
-    out = {}
-    for run in entry.get('workloads') or []:
-        dmon = run.get('dmon') if isinstance(run, dict) and isinstance(run.get('dmon'), dict) else {}
-        for why in dmon.get('not_judged') or []:
-            text = '%s: %s' % (run.get('component') or run.get('kind'), why)
-            for check in set(re.findall(r'dmon\.(?:\*|[a-z_]+)', str(why))):
-                out.setdefault(check, []).append(text)
-    return out
-
-
-HOST_CPU_CHECKS = ('workload.host_cpu_iowait', 'workload.host_cpu_steal', 'workload.host_cpu_bound')
-STEP_CHECKS = ('workload.ddp_step_jitter', 'workload.ddp_step_periodic', 'workload.ddp_straggler')
-
-
-def _samples_not_judged(entry):
-    """``{check: [why]}`` of the host CPU and DDP step-time checks that no run of a host could judge: no host CPU
-    samples (or a bound the profile leaves unset), no per-step times of a DDP smoke on the GPUs, one rank only."""
-    out = {}
-    runs = [w for w in entry.get('workloads') or [] if isinstance(w, dict)]
-    cpu = [w for w in runs if isinstance(w.get('host_cpu'), dict)]
-    if runs and not any(w['host_cpu'].get('series') for w in cpu):
-        why = '; '.join(sorted(set('%s: %s' % (w.get('component') or w.get('kind'), w['host_cpu']['not_measured'])
-                                   for w in cpu if w['host_cpu'].get('not_measured')))) or 'no host CPU samples were taken'
-        for check in HOST_CPU_CHECKS:
-            out.setdefault(check, []).append(why)
-    judged = [w for w in cpu if w['host_cpu'].get('series')]
-    for check in HOST_CPU_CHECKS:
-        reasons = ['%s: %s' % (w.get('component') or w.get('kind'), why) for w in judged
-                   for why in w['host_cpu'].get('not_judged') or [] if str(why).startswith(check + ':')]
-        if judged and len(reasons) == len(judged):
-            out.setdefault(check, []).extend(reasons)
-    ddp = [w for w in runs if w.get('kind') == 'ddp_smoke' and isinstance(w.get('step_times'), dict)]
-    if ddp and not any(w['step_times'].get('p99_ratio') is not None for w in ddp):
-        for check in STEP_CHECKS:
-            out.setdefault(check, []).extend('%s: %s' % (w.get('component'), w['step_times'].get('not_judged')) for w in ddp)
-    elif ddp and not any(w['step_times'].get('last_rank') for w in ddp):
-        out.setdefault('workload.ddp_straggler', []).append('one rank: no rank to wait for')
-    return out
-
-
-def _skipped_dmon(check, not_judged):
-    """Why the dmon, host CPU or step-time ``check`` is a skipped test case (a run could not judge it), or None."""
-    if not check.startswith('dmon.') and check not in HOST_CPU_CHECKS + STEP_CHECKS:
-        return None
-    why = not_judged.get(check, []) + (not_judged.get('dmon.*', []) if check.startswith('dmon.') else [])
-    return '; '.join(why) or None
-
-
-# Checks of one opt-in workload within a stage area: {check id prefix: the kind that must have run}. Where the stage
-# ran without that workload, its checks are skipped test cases that say so, never passes.
-WORKLOAD_OF_CHECKS = {'workload.elastic_': 'elastic_restart'}
-
-
-def _applies(check, kinds):
-    area = check.split('.', 1)[0]
-    return area not in STAGE_AREAS or bool(kinds & set(STAGE_AREAS[area]))
-
-
-def _not_run(check, kinds):
-    """Why ``check`` of an opt-in workload is no test case of a host where that workload did not run, or None."""
-    for prefix, kind in WORKLOAD_OF_CHECKS.items():
-        if check.startswith(prefix) and kind not in kinds:
-            return 'not applicable: %s did not run on this host (not in xuanwu_torch_workloads, or not judged here)' % kind
-    return None
+def host_checks(entry, catalogue=None):
+    """``{check: {status, why}}`` of a host's report entry: the one derivation every format states
+    (``_check_status.host_checks``; ``catalogue``: the check ids, the whole catalogue by default)."""
+    return _check_status.host_checks(entry, catalogue)
 
 
 def render_junit(report, catalogue):
-    """One testsuite per host, one testcase per host × check (``catalogue`` maps check id to its title).
+    """One testsuite per host, one testcase per host × check (``catalogue`` maps check id to its title), each as its
+    status says (``host_checks``).
 
-    A check with a ``fail`` finding is a failure, ``warn``/``info`` findings are written to the
-    testcase's system-out; a host that could not be probed is one errored testcase. The checks of a
-    stage that did not run on the host are left out (``STAGE_AREAS``), never listed as passed.
+    A check with a ``fail`` finding is a failure, ``warn``/``info`` findings are written to the testcase's
+    system-out (the test case passes), a check that was not measured or does not apply is a skipped test case whose
+    message says which and why (``not measured: ...``, ``not applicable: ...``), never a pass; a host that could not be
+    probed is one errored testcase, its checks not measured. A measurement that was not judged and a run that cannot
+    apply to the host are skipped test cases of their own. ``skipped`` counts the skipped test cases.
     """
     report, catalogue = _scrub(report), _scrub(catalogue)
     suites = []
-    total = failures = errors = 0
+    total = failures = errors = skips = 0
     for host, entry in report['hosts'].items():
         by_check = {}
         for finding in entry['findings']:
             by_check.setdefault(finding['check'], []).append(finding)
-        kinds = _kinds(entry)
-        check_ids = sorted(set(c for c in catalogue if _applies(c, kinds)) | set(by_check))
-        dmon_not_judged = _dmon_not_judged(entry)
-        dmon_not_judged.update(_samples_not_judged(entry))
+        statuses = host_checks(entry, catalogue)
         cases = []
-        h_fail = h_err = 0
+        h_fail = h_err = h_skip = 0
         if entry.get('error'):
             cases.append('    <testcase classname=%s name="probe.reachable"><error message=%s/></testcase>'
                          % (quoteattr('xuanwu.%s' % host), quoteattr(entry['error'])))
             h_err += 1
-        for check in check_ids:
+        for check in sorted(statuses):
             found = by_check.get(check, [])
             body = []
             fails = [f for f in found if f['severity'] == 'fail']
@@ -260,11 +185,10 @@ def render_junit(report, catalogue):
                     for f in fails)
                 body.append('<failure message=%s type="fail">%s</failure>' % (
                     quoteattr('%s: %s' % (fails[0]['component'], fails[0].get('message', ''))), escape(text)))
-            skipped = None if found else (_not_run(check, kinds) or _skipped_dmon(check, dmon_not_judged))
-            if skipped:
-                # a check some run could not judge is no pass
-                body.append('<skipped message=%s/>' % quoteattr(
-                    skipped if skipped.startswith('not applicable: ') else 'not judged: %s' % skipped))
+            status = statuses[check]
+            if status['status'] in _check_status.SKIPPED:
+                h_skip += 1
+                body.append('<skipped message=%s/>' % quoteattr('%s: %s' % (_check_status.WORDS[status['status']], status['why'])))
             others = [f for f in found if f['severity'] != 'fail']
             if others:
                 body.append('<system-out>%s</system-out>' % escape('\n'.join(
@@ -273,18 +197,21 @@ def render_junit(report, catalogue):
             cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (
                 quoteattr('xuanwu.%s' % host), quoteattr(check), ''.join(body)))
         for component, why in sorted((entry.get('not_judged') or {}).items()):
+            h_skip += 1
             cases.append('    <testcase classname=%s name=%s><skipped message=%s/></testcase>' % (
                 quoteattr('xuanwu.%s' % host), quoteattr('not judged: %s' % component), quoteattr('not judged: %s' % why)))
         for component, why in sorted((entry.get('not_applicable') or {}).items()):
+            h_skip += 1
             cases.append('    <testcase classname=%s name=%s><skipped message=%s/></testcase>' % (
                 quoteattr('xuanwu.%s' % host), quoteattr('not applicable: %s' % component), quoteattr(str(why))))
         total += len(cases)
         failures += h_fail
         errors += h_err
-        suites.append('  <testsuite name=%s tests="%d" failures="%d" errors="%d">\n%s\n  </testsuite>' % (
-            quoteattr(host), len(cases), h_fail, h_err, '\n'.join(cases)))
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name=%s tests="%d" failures="%d" errors="%d">\n%s\n</testsuites>\n'
-            % (quoteattr('xuanwu.cluster %s' % report['run_id']), total, failures, errors, '\n'.join(suites)))
+        skips += h_skip
+        suites.append('  <testsuite name=%s tests="%d" failures="%d" errors="%d" skipped="%d">\n%s\n  </testsuite>' % (
+            quoteattr(host), len(cases), h_fail, h_err, h_skip, '\n'.join(cases)))
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name=%s tests="%d" failures="%d" errors="%d" skipped="%d">\n%s\n'
+            '</testsuites>\n' % (quoteattr('xuanwu.cluster %s' % report['run_id']), total, failures, errors, skips, '\n'.join(suites)))
 
 
 def _figures(run):
@@ -504,14 +431,38 @@ def _md_dmon(runs):
 
 
 def _no_findings(entry):
+    """The line of a host without findings: what was not judged, not measured, not applicable; "every check passed"
+    only where every check of the host passed (``host_checks``)."""
     applicable = entry.get('not_applicable') or {}
+    count = _check_status.counts(host_checks(entry))
     tail = (' %d not applicable to this host (%s).' % (len(applicable), ', '.join(sorted(applicable)))) if applicable else ''
+    unmeasured = (' %d check(s) not measured (listed under "Checks").' % count['not_measured']) if count['not_measured'] else ''
     if entry.get('not_judged'):
-        return 'No findings, but %d measurement(s) not judged (%s): no curve to compare them with.%s' % (
-            len(entry['not_judged']), ', '.join(sorted(entry['not_judged'])), tail)
+        return 'No findings, but %d measurement(s) not judged (%s): no curve to compare them with.%s%s' % (
+            len(entry['not_judged']), ', '.join(sorted(entry['not_judged'])), tail, unmeasured)
+    if unmeasured:
+        return 'No findings, but' + unmeasured + tail
     if applicable:
         return 'No findings: every check that applies passed;' + tail
+    if count['not_applicable']:
+        return 'No findings: every check that applies passed; %d check(s) not applicable to this host.' % count['not_applicable']
     return 'No findings: every check passed.'
+
+
+def check_summary(checks):
+    """``2 fail, 58 passed, 3 not measured, 10 not applicable``: how many checks of ``host_checks``'s result have each
+    status, worst first, statuses without a check left out."""
+    count = _check_status.counts(checks)
+    return ', '.join('%d %s' % (count[status], _check_status.WORDS[status]) for status in _check_status.STATUSES if count[status])
+
+
+def _md_checks(entry):
+    """The status of every check of a host (``host_checks``): a line of counts, then one row per status and reason."""
+    checks = host_checks(entry)
+    lines = ['**Checks:** %s' % _md(check_summary(checks)), '', '| check status | checks | why |', '|---|---|---|']
+    for status, why, names in _check_status.grouped(checks):
+        lines.append('| %s | %s | %s |' % (_md(_check_status.WORDS[status]), _md_code(', '.join(names)), _md(why)))
+    return lines + ['']
 
 
 # characters Markdown or HTML would read as markup, written as entities (which tables, headings and
@@ -567,13 +518,14 @@ def render_markdown(report):
         lines += _md_workloads(entry.get('workloads') or [])
         if not entry['findings']:
             lines += [_md(_no_findings(entry)), '']
-            continue
-        lines += ['| severity | check | component | measured | expected | remediation |', '|---|---|---|---|---|---|']
-        for f in entry['findings']:
-            lines.append('| %s | %s | %s | %s | %s | %s |' % (
-                _md(f['severity']), _md_code(f['check']), _md(f['component']), _md(f.get('measured')), _md(f.get('expected')),
-                _md(f.get('remediation'))))
-        lines.append('')
+        else:
+            lines += ['| severity | check | component | measured | expected | remediation |', '|---|---|---|---|---|---|']
+            for f in entry['findings']:
+                lines.append('| %s | %s | %s | %s | %s | %s |' % (
+                    _md(f['severity']), _md_code(f['check']), _md(f['component']), _md(f.get('measured')), _md(f.get('expected')),
+                    _md(f.get('remediation'))))
+            lines.append('')
+        lines += _md_checks(entry)
     return '\n'.join(lines) + '\n'
 
 
@@ -596,7 +548,8 @@ _CSS = ('body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1
         'details.host>summary{cursor:pointer;padding:.3em 0}details.host>summary .worst{color:#555;font-size:13px;margin-left:1em}'
         '.plots{display:flex;flex-wrap:wrap;gap:8px 16px}figure{margin:0}figcaption{font-size:13px;font-weight:bold}'
         'svg text{fill:#333;font-family:inherit}svg.spark{vertical-align:middle;margin-right:6px}'
-        '.stats{font-size:12px;color:#444;white-space:nowrap}.not-measured{color:#8e44ad;font-weight:bold}'
+        '.stats{font-size:12px;color:#444;white-space:nowrap}.not-measured{color:#8e44ad;font-weight:bold}.not-applicable{color:#555}'
+        'details.checks{margin:.4em 0 1em}details.checks>summary{cursor:pointer;font-size:14px}'
         '.note{color:#555;font-size:13px}table.findings td:nth-child(6){min-width:14em}table.findings td:nth-child(7){min-width:18em}')
 
 
@@ -707,6 +660,7 @@ def _host_html(host, entry, e, open_, plots):
         out.append('</table>')
     else:
         out.append('<p>%s</p>' % e(_no_findings(entry)))
+    out += _html_checks(entry, e)
     runs = [r for r in entry.get('workloads') or [] if isinstance(r, dict)]
     if runs:
         out.append('<table><tr><th>measured</th><th>component</th><th>figures</th><th>seconds</th></tr>')
@@ -730,6 +684,18 @@ def _host_html(host, entry, e, open_, plots):
                     e(_fmt(run.get('component'))), e(run['debug_log_tail'][-3000:])))
     out.append('</details>')
     return out
+
+
+def _html_checks(entry, e):
+    """The status of every check of a host (``host_checks``): a closed section whose summary counts them, a row per
+    status and reason."""
+    checks = host_checks(entry)
+    out = ['<details class="checks"><summary>Checks: %s</summary>' % e(check_summary(checks)),
+           '<table class="checks"><tr><th>check status</th><th>checks</th><th>why</th></tr>']
+    for status, why, names in _check_status.grouped(checks):
+        out.append('<tr><td class="%s">%s</td><td><code>%s</code></td><td>%s</td></tr>' % (
+            e(status.replace('_', '-')), e(_check_status.WORDS[status]), e(', '.join(names)), e(_fmt(why))))
+    return out + ['</table></details>']
 
 
 def render_html(report):

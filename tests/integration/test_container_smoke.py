@@ -87,7 +87,11 @@ def test_a_smoke_not_requested_is_not_run_and_lists_no_container_check(tmp_path)
     rc, out, (folder, report) = validate(tmp_path, hosts)
     assert rc == 0, out[-3000:]
     assert report['hosts']['node']['workloads'] == []
-    assert not [c for c in junit_cases(folder, 'node') if c.startswith('container.')]
+    # no container check passed: each is a skipped test case, not applicable (the smoke was not requested)
+    cases = junit_cases(folder, 'node')
+    assert sorted(c for c in cases if c.startswith('container.')) == sorted(_container.CHECKS)
+    assert set(cases[c].find('skipped').get('message') for c in _container.CHECKS) == {
+        'not applicable: the container smoke did not run on this host'}
 
 
 def test_a_container_with_fewer_gpus_fails_exactly_its_host(tmp_path):

@@ -215,6 +215,6 @@ def test_report_shows_host_cpu_and_step_times_or_why_not():
     cpu_only.pop('host_cpu')
     report, rep = _report_of([cpu_only])
     junit = report.render_junit(rep, dict((c, c) for c in list(hs.CHECKS) + ['workload.ddp_straggler']))
-    assert 'name="workload.host_cpu_steal"><skipped message="not judged: no host CPU samples were taken"' in junit
+    assert 'name="workload.host_cpu_steal"><skipped message="not measured: no host CPU samples were taken"' in junit
     assert 'name="workload.ddp_straggler"><skipped' in junit
     assert 'step times not judged: step times of a run on the CPU' in report.render_markdown(rep)

@@ -56,8 +56,9 @@ def test_not_applicable_in_json_junit_markdown_and_html():
     cases = _cases(rep)
     skipped = cases['not applicable: all_reduce_perf'].find('skipped')
     assert skipped is not None and skipped.get('message') == NA
-    # the collectives did not apply: their checks are not listed as passed; the implausible figure fails
-    assert 'collectives.busbw_low' not in cases
+    # the collectives did not apply: their checks are skipped as not applicable, never passed; the implausible figure fails
+    skipped = cases['collectives.busbw_low'].find('skipped')
+    assert skipped is not None and skipped.get('message').startswith('not applicable: its runs on this host cannot apply')
     assert cases['collectives.implausible'].find('failure') is not None
     md = _report.render_markdown(rep)
     assert '**Not applicable:** all_reduce_perf — ' in md and 'NOT APPLICABLE: ' in md
@@ -87,7 +88,7 @@ def test_a_dmon_check_a_run_could_not_judge_is_skipped_never_passed():
     cases = _cases(report(workloads=[_dmon_run(why)]))
     for check in ('dmon.sustained_clock', 'dmon.throttle'):
         skipped = cases[check].find('skipped')
-        assert skipped is not None and skipped.get('message').startswith('not judged: soak: '), check
+        assert skipped is not None and skipped.get('message').startswith('not measured: soak: '), check
     assert 'dmon.throttle_warn not checked' in cases['dmon.throttle'].find('skipped').get('message')
     assert cases['dmon.temperature'].find('skipped') is None          # judged: a pass
     cases = _cases(report(workloads=[_dmon_run(['dmon: dmon.* not checked: dmon printed no sample'])]))
