@@ -36,6 +36,9 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
 from ansible_collections.xuanwu.cluster.plugins.module_utils._dmon_checks import downsample
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_dmon import parse_dmon
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_host_samples import (
+    parse_loadavg, parse_proc_pid_stat, parse_proc_stat_cpu,
+)
 
 DEFAULT_INTERVAL_S = 2
 # Bounds (the profile's workloads.host_cpu, same keys). Medians over the samples: the first seconds of a workload read
@@ -82,43 +85,32 @@ CHECKS = {
 }
 
 
-# --- reading /proc (pure: text in) ---------------------------------------------------------------------------------
+# --- reading /proc (pure: text in; the parsers are _parse_host_samples') ----------------------------------------------
 
 def cpu_ticks(text):
-    """``{'cpu': [ticks], 'cpu0': [ticks], ...}`` of the ``cpu`` lines of a ``/proc/stat`` text (ticks: user, nice,
-    system, idle, iowait, irq, softirq, steal, padded with 0 on old kernels). Lines it cannot read are left out."""
-    out = {}
-    for line in (text or '').splitlines():
-        words = line.split()
-        if not words or not words[0].startswith('cpu'):
-            continue
-        try:
-            ticks = [int(word) for word in words[1:9]]
-        except ValueError:
-            continue
-        if len(ticks) >= 4:
-            out[words[0]] = ticks + [0] * (8 - len(ticks))
-    return out
+    """``{'cpu': [ticks], 'cpu0': [ticks], ...}`` of a ``/proc/stat`` text (``parse_proc_stat_cpu``); ``{}`` when no cpu
+    line reads."""
+    try:
+        return parse_proc_stat_cpu(text)
+    except ParseError:
+        return {}
 
 
 def process_ticks(text):
-    """``(pid, ppid, utime + stime in ticks)`` of a ``/proc/<pid>/stat`` text, None when unreadable (the command name
-    may hold spaces and parentheses: the fields follow its last ``)``)."""
-    head, sep, rest = (text or '').rpartition(')')
-    fields = rest.split()
-    if not sep or len(fields) < 13:
-        return None
+    """``(pid, ppid, utime + stime in ticks)`` of a ``/proc/<pid>/stat`` text (``parse_proc_pid_stat``), None when
+    unreadable (None: the process ended before its file was read)."""
     try:
-        return int(head.split('(', 1)[0]), int(fields[1]), int(fields[11]) + int(fields[12])
-    except ValueError:
+        parsed = parse_proc_pid_stat(text)
+    except ParseError:
         return None
+    return parsed['pid'], parsed['ppid'], parsed['ticks']
 
 
 def load_one(text):
-    """The 1-minute load average of a ``/proc/loadavg`` text (None when unreadable)."""
+    """The 1-minute load average of a ``/proc/loadavg`` text (``parse_loadavg``), None when unreadable."""
     try:
-        return float((text or '').split()[0])
-    except (IndexError, ValueError):
+        return parse_loadavg(text)['load1']
+    except ParseError:
         return None
 
 

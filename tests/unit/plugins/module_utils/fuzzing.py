@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _collectives, _dmon_checks, _parse_amd as amd, _parse_clock_events as clock, _parse_dmon as dmon, _parse_host as host,
-    _parse_ib as ib, _parse_nccl as nccl, _parse_net as net, _parse_nvidia as nv, _scheduler as sched,
+    _parse_ib as ib, _parse_nccl as nccl, _parse_net as net, _parse_nvidia as nv, _parse_scheduler as sched,
 )
 from ansible_collections.xuanwu.cluster.plugins.filter import parse as parse_filter
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
@@ -98,8 +98,7 @@ class Fuzzed(object):
     README.md left out; ``samples``: texts written here; and the texts of its parser cases, ``add_seeds``),
     ``returns`` (the type of a result; None: the one type its corpus gives), ``check(result, text)`` (what else must
     hold) and ``non_text``: ``raises`` (anything but text is a ParseError), ``decodes`` (bytes are read as their UTF-8,
-    the rest raises), ``lenient`` (free-form log text: any text reads, never a ParseError; None and bytes too) or None
-    (not asked: the scheduler's parsers read the text of a command the collection runs itself)."""
+    the rest raises), ``lenient`` (free-form log text: any text reads, never a ParseError; None and bytes too)."""
 
     def __init__(self, parser, files=(), samples=(), returns=None, check=None, non_text='raises'):
         self.parser = parser
@@ -435,15 +434,13 @@ LINES = [
     Fuzzed(clock.parse_clock_events, ['dmon/*clock-events*.csv'], check=clock_events_judged),
     Fuzzed(nccl.parse_nccl_tests, ['hardware/*/nccl-tests_*.txt', 'derived/nccl/*.txt'], check=nccl_curve),
     # schedulers
-    Fuzzed(sched.parse_scontrol_node, ['scheduler/scontrol-*', 'scheduler/derived-scontrol-*'], check=scheduler_nodes,
-           non_text=None),
-    Fuzzed(sched.parse_sinfo_nodes, ['scheduler/derived-sinfo-*'], returns=list, check=sinfo_rows, non_text=None),
-    Fuzzed(sched.parse_kube_node, ['scheduler/derived-kubectl-node-*'], check=scheduler_nodes, non_text=None),
-    Fuzzed(sched.parse_kube_nodes, ['scheduler/derived-kubectl-nodes.json'], returns=list, check=scheduler_nodes, non_text=None),
-    Fuzzed(sched.parse_kube_pods, ['scheduler/derived-kubectl-pods-*'], returns=int, check=pod_count, non_text=None),
-    Fuzzed(sched.parse_slurmd_config, ['scheduler/slurmd-C-*', 'scheduler/derived-slurmd-C-*'], check=slurmd_config, non_text=None),
-    Fuzzed(sched.parse_systemctl_is_active, [], ['active\n', 'inactive\n', 'failed\n', 'activating\n'], check=unit_state,
-           non_text=None),
+    Fuzzed(sched.parse_scontrol_node, ['scheduler/scontrol-*', 'scheduler/derived-scontrol-*'], check=scheduler_nodes),
+    Fuzzed(sched.parse_sinfo_nodes, ['scheduler/derived-sinfo-*'], returns=list, check=sinfo_rows),
+    Fuzzed(sched.parse_kube_node, ['scheduler/derived-kubectl-node-*'], check=scheduler_nodes),
+    Fuzzed(sched.parse_kube_nodes, ['scheduler/derived-kubectl-nodes.json'], returns=list, check=scheduler_nodes),
+    Fuzzed(sched.parse_kube_pods, ['scheduler/derived-kubectl-pods-*'], returns=int, check=pod_count),
+    Fuzzed(sched.parse_slurmd_config, ['scheduler/slurmd-C-*', 'scheduler/derived-slurmd-C-*'], check=slurmd_config),
+    Fuzzed(sched.parse_systemctl_is_active, [], ['active\n', 'inactive\n', 'failed\n', 'activating\n'], check=unit_state),
 ]
 
 

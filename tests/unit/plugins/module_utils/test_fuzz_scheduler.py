@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler as sched
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_scheduler as sched
 from ansible_collections.xuanwu.cluster.tests.unit.plugins.module_utils.fuzzing import BY_PARSER, accept, corpus
 
 SETTINGS = settings()
