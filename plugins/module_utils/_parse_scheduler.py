@@ -60,7 +60,6 @@ def reason_owner(reason, run_id):
     return 'other'
 
 
-
 # --------------------------------------------------------------------------------------------- slurm
 
 SLURM_SHOW = 'scontrol show node'
@@ -181,7 +180,6 @@ def parse_sinfo_nodes(text):
     if not rows:
         raise ParseError(SINFO, 'no node listed', text)
     return rows
-
 
 
 # ---------------------------------------------------------------------------------------- kubernetes
@@ -311,7 +309,6 @@ def parse_kube_pods(text):
     return count
 
 
-
 # -------------------------------------------------------------------------------------------- health
 
 SYSTEMCTL = 'systemctl is-active'
@@ -350,4 +347,3 @@ def parse_slurmd_config(text):
             'sockets_per_board': _count(fields.get('SocketsPerBoard')), 'cores_per_socket': _count(fields.get('CoresPerSocket')),
             'threads_per_core': _count(fields.get('ThreadsPerCore')), 'real_memory': memory, 'gres': gres,
             'gpus': gres_gpus(gres) if gres is not None else None, 'uptime': uptime or None}
-
