@@ -226,8 +226,7 @@ class Executor:
         out = private_dir(batch_spec.output_dir)
         busy = self.store.find_open_batch(str(out))
         if busy is not None:     # before a task folder is made; create_batch checks again in its transaction
-            raise BatchConflict('output_dir %s is being written by batch %s (%s): wait for it, cancel it, or name '
-                                'another output_dir' % (out, busy['id'], busy['status']))
+            raise BatchConflict(out, busy['id'], busy['status'])
         jobs = []
         for task in batch_spec.tasks:
             job_id = new_id('j')

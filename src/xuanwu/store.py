@@ -56,6 +56,15 @@ class StoreError(RuntimeError):
 class BatchConflict(StoreError):
     """An unfinished batch already writes to the output folder a new batch names."""
 
+    def __init__(self, output_dir, batch_id, status):
+        super().__init__('output_dir %s is being written by batch %s (%s): wait for it, cancel it, or name another '
+                         'output_dir' % (output_dir, batch_id, status))
+
+
+# The batches that still write to their output_dir.
+OPEN_BATCH_SQL = ("SELECT * FROM batches WHERE output_dir = ? AND status IN ('running', 'cancelling', 'finishing') "
+                  "ORDER BY created DESC")
+
 
 def new_id(prefix: str = 'j') -> str:
     return '%s-%s' % (prefix, secrets.token_hex(6))
@@ -334,11 +343,9 @@ class Store:
         with self.transaction() as conn:
             if output_dir is not None:
                 # in the same transaction: two batches posted at once cannot both take the folder
-                busy = conn.execute("SELECT id, status FROM batches WHERE output_dir = ? AND status IN ('running', "
-                                    "'cancelling', 'finishing') ORDER BY created DESC", (output_dir,)).fetchone()
+                busy = conn.execute(OPEN_BATCH_SQL, (output_dir,)).fetchone()
                 if busy is not None:
-                    raise BatchConflict('output_dir %s is being written by batch %s (%s): wait for it, cancel it, or '
-                                        'name another output_dir' % (output_dir, busy[0], busy[1]))
+                    raise BatchConflict(output_dir, busy['id'], busy['status'])
             conn.execute('INSERT INTO batches (id, name, spec, status, created, output_dir, max_concurrency) '
                          'VALUES (?, ?, ?, ?, ?, ?, ?)',
                          (batch_id, name, json.dumps(spec), 'running', now, output_dir, max_concurrency))
@@ -404,8 +411,7 @@ class Store:
 
     def find_open_batch(self, output_dir: str) -> dict | None:
         """The unfinished batch writing to ``output_dir`` (a batch file run again resumes it)."""
-        row = self._conn().execute("SELECT * FROM batches WHERE output_dir = ? AND status IN ('running', "
-                                   "'cancelling', 'finishing') ORDER BY created DESC", (output_dir,)).fetchone()
+        row = self._conn().execute(OPEN_BATCH_SQL, (output_dir,)).fetchone()
         return self._row(row)
 
     def cancel_queued(self, batch_id: str, reason: str) -> list:

@@ -48,21 +48,27 @@ def test_the_errors_of_a_full_disk():
     assert not disk_full(OSError(errno.EACCES, 'Permission denied'))
 
 
-def test_a_job_that_ends_on_a_full_disk_is_recorded_once_space_returns(tmp_path, monkeypatch):
+def full_executor(tmp_path, monkeypatch, failures, record_key, at_end):
+    """An executor whose store fails ``failures['store']`` times and whose attempt job.json (at its end when ``at_end``,
+    else at its start) fails ``failures[record_key]`` times, as on a full disk."""
     monkeypatch.setattr(runner, 'RECORD_RETRY_FIRST_SEC', 0.05)
     cfg = config(tmp_path)
     store = Store(cfg.data_dir / 'jobs.db')
-    executor = Executor(cfg, store, 2, serve_all=False)
     real_record = Executor._write_record
-    failures = {'store': 3, 'record': 2}
     full_store(monkeypatch, store, failures)
 
     def write_record(adir, record):
-        if failures['record'] and 'finished' in record:     # the attempt's job.json at its end
-            failures['record'] -= 1
+        if failures[record_key] and ('finished' in record) == at_end:
+            failures[record_key] -= 1
             raise OSError(errno.ENOSPC, 'No space left on device')
         return real_record(adir, record)
     monkeypatch.setattr(Executor, '_write_record', staticmethod(write_record))
+    return cfg, Executor(cfg, store, 2, serve_all=False)
+
+
+def test_a_job_that_ends_on_a_full_disk_is_recorded_once_space_returns(tmp_path, monkeypatch):
+    failures = {'store': 3, 'record': 2}
+    cfg, executor = full_executor(tmp_path, monkeypatch, failures, 'record', at_end=True)
     try:
         job = executor.wait(executor.submit(parse_job({'name': 'full', 'nodes': ['localhost'], 'command': 'true'}, cfg)),
                             timeout=60)
@@ -73,20 +79,8 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_once_space_returns(tmp_path,
 
 
 def test_a_job_that_cannot_start_on_a_full_disk_is_recorded_and_retried_once_space_returns(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, 'RECORD_RETRY_FIRST_SEC', 0.05)
-    cfg = config(tmp_path)
-    store = Store(cfg.data_dir / 'jobs.db')
-    executor = Executor(cfg, store, 2, serve_all=False)
-    real_record = Executor._write_record
     failures = {'start': 1, 'store': 2}
-    full_store(monkeypatch, store, failures)
-
-    def write_record(adir, record):
-        if failures['start'] and 'finished' not in record:
-            failures['start'] -= 1
-            raise OSError(errno.ENOSPC, 'No space left on device')     # the attempt's job.json at its start
-        return real_record(adir, record)
-    monkeypatch.setattr(Executor, '_write_record', staticmethod(write_record))
+    cfg, executor = full_executor(tmp_path, monkeypatch, failures, 'start', at_end=False)
     try:
         job = executor.wait(executor.submit(parse_job({'name': 'start-full', 'nodes': ['localhost'], 'command': 'true',
                                                        'retry_count': 1}, cfg)), timeout=60)
