@@ -16,7 +16,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _pro
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node, _worker
 
-PROBE_ARGS = ('gather', 'interfaces', 'disk_paths', 'replay_dir', 'timeout', 'nccl_library_globs')
+PROBE_ARGS = ('gather', 'interfaces', 'disk_paths', 'replay_dir', 'timeout', 'nccl_library_globs', 'nccl_python', 'nccl_home')
 STAGES = ('build', 'collectives', 'gpu_single', 'workloads', 'container', 'multinode', 'on_failed_hosts', 'recheck_counters')
 
 # With ``variables: true`` each option the task does not give is read from its inventory variable (the module's
@@ -25,6 +25,7 @@ OPTION_VARIABLES = (
     ('profile', 'xuanwu_profile'), ('overrides', 'xuanwu_profile_overrides'), ('profile_dirs', 'xuanwu_profile_dirs'),
     ('gather', 'xuanwu_probe_gather'), ('interfaces', 'xuanwu_probe_interfaces'), ('disk_paths', 'xuanwu_disk_paths'),
     ('replay_dir', 'xuanwu_replay_dir'), ('timeout', 'xuanwu_probe_timeout'), ('nccl_library_globs', 'xuanwu_nccl_library_globs'),
+    ('nccl_python', 'xuanwu_torch_python'), ('nccl_home', 'nccl_tests_build_nccl_home'),
     ('fail_on', 'xuanwu_fail_on'), ('consistency', 'xuanwu_consistency_check'), ('job_mpirun_args', 'xuanwu_mpirun_args'),
     ('redact_env_keys', 'xuanwu_redact_env_keys'), ('full_facts', 'xuanwu_full_facts'),
 )
@@ -172,6 +173,8 @@ class ActionModule(ActionBase):
             replay_dir=dict(type='str', default=''),
             timeout=dict(type='int', default=60),
             nccl_library_globs=dict(type='list', elements='str', default=[]),
+            nccl_python=dict(type='str', default='python3'),
+            nccl_home=dict(type='str', default=''),
             profile=dict(type='raw', required=True),
             overrides=dict(type='raw', default={}),
             profile_dirs=dict(type='raw', default=[]),

@@ -498,6 +498,25 @@ _SOFTWARE = (
 )
 
 
+NCCL_LOOKED_AT = (' (looked for libnccl.so.2 in xuanwu_nccl_library_globs, nccl_tests_build_nccl_home, the NCCL wheel on '
+                  "the sys.path of xuanwu_torch_python, the dynamic loader's path and the usual places)")
+
+
+def _nccl_library_note(soft, exact, minimum):
+    """Which library the NCCL version was read from and how it was found, and another library found that would pass."""
+    library = soft.get('nccl_library') if isinstance(soft.get('nccl_library'), dict) else None
+    if not library:
+        return ''
+    note = ' (%s: %s)' % (library.get('path'), library.get('found_by'))
+    for other in library.get('others') or ():
+        version = other.get('version') if isinstance(other, dict) else None
+        if version and (exact is None or version_matches(version, exact)) and (minimum is None or version_at_least(version, minimum)):
+            note += ('; %s (%s) is %s, as the profile wants: point xuanwu_nccl_library_globs (or xuanwu_torch_python) at the '
+                     'library the workloads load' % (other.get('path'), other.get('found_by'), version))
+            break
+    return note
+
+
 def check_software(run):
     want = run.profile.get('software')
     if not want:
@@ -525,7 +544,8 @@ def check_software(run):
                 continue
             states = [s for p in probes for s in run.statuses(p)]
             if 'ok' in states or 'missing' in states:
-                run.add(check, component, 'not found', expected, '%s not found on the node; profile wants %s' % (label, expected))
+                run.add(check, component, 'not found', expected, '%s not found on the node; profile wants %s%s' % (
+                    label, expected, NCCL_LOOKED_AT if fact == 'nccl_version' else ''))
             else:
                 run.unknown(probes, component, '%s version' % label, checks=(check,))
             continue
@@ -535,4 +555,6 @@ def check_software(run):
         if minimum is not None and not version_at_least(value, minimum):
             bad.append('is older than %s' % minimum)
         if bad:
-            run.add(check, component, str(value), expected, '%s %s %s' % (label, value, ' and '.join(bad)))
+            run.add(check, component, str(value), expected, '%s %s %s%s' % (label, value, ' and '.join(bad),
+                                                                            _nccl_library_note(soft, exact, minimum)
+                                                                            if fact == 'nccl_version' else ''))

@@ -127,7 +127,7 @@ def base_probes(disk_paths=('/',)):
                                                A('nvidia.parse_nvcc_version', argv=['/usr/local/cuda/bin/nvcc', '--version'])],
               lands='software.cuda_toolkit_version'),
         Probe('nccl_version', 'software', 'software', [A('host.parse_nccl_version', internal='nccl_version')],
-              note='(`ncclGetVersion` of the `libnccl.so.2` found)', lands='software.nccl_version'),
+              note='(`ncclGetVersion` of the `libnccl.so.2` the workloads load, and how it was found)', lands='software.nccl_version'),
     ]
 
 
@@ -166,9 +166,11 @@ def end_probes():
                        'it replays, and the growth check then reports `workload.ib_counters_unread`', lands='infiniband.counters')]
 
 
-# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events. Each is
+# Outputs of one probe parsed a second time for other facts: the kernel log also holds link events, the NCCL probe
+# says which library it judged. Each is
 # ``(key, parser, lands)``: its result is parsed[key], put at the fact path ``lands`` as Probe's ``lands`` is.
-DERIVED_PARSERS = {'kernel_log': (('link_events', 'net.parse_link_events', 'network.link_events'),)}
+DERIVED_PARSERS = {'kernel_log': (('link_events', 'net.parse_link_events', 'network.link_events'),),
+                   'nccl_version': (('nccl_library', 'host.parse_nccl_library', 'software.nccl_library'),)}
 
 
 def landings(stage='start'):
@@ -798,29 +800,124 @@ NCCL_GLOBS = (
 )
 
 
-def nccl_version_text(extra_globs=()):
-    """Return NCCL's version as ``ncclGetVersion`` reports it (e.g. ``22809``), or None.
+# The NCCL a run's workloads load, in the order they are preferred (nccl_version_text): what the site named, the NCCL
+# that nccl-tests was built against, the wheel PyTorch loads, what the dynamic loader gives a program that asks for
+# ``libnccl.so.2`` by name, then the usual places.
+NCCL_FOUND_BY = {
+    'globs': 'named by xuanwu_nccl_library_globs',
+    'nccl_home': 'the NCCL that nccl-tests is built against (nccl_tests_build_nccl_home %s)',
+    'python': 'the NCCL wheel on the sys.path of xuanwu_torch_python (%s), the one PyTorch loads',
+    'loader': 'the dynamic loader\'s libnccl.so.2 (ld.so.cache, LD_LIBRARY_PATH): what a program without its own path loads',
+    'usual': 'a usual place (%s)',
+}
+# Asked of the torch Python: the NCCL wheel's library on its sys.path, where torch looks for it (one path a line).
+_WHEEL_NCCL_SCRIPT = ('import glob, os, sys\n'
+                      'for d in filter(None, sys.path):\n'
+                      '    for p in sorted(glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so.2*"))):\n'
+                      '        print(os.path.abspath(p))\n')
+# Seconds the torch Python may take to answer (it imports nothing but glob).
+NCCL_PYTHON_TIMEOUT = 20
 
-    Looks at the given globs first, then the usual system and pip-wheel locations; asks the
-    library itself through ctypes and falls back to the version in the file name.
+
+def _python_wheel_nccl(python):
+    """The ``libnccl.so.2*`` of the NCCL wheel on ``python``'s sys.path, or [] (no such Python, no wheel, no answer
+    within NCCL_PYTHON_TIMEOUT seconds: the Python is stopped)."""
+    import subprocess
+    timeout = NCCL_PYTHON_TIMEOUT
+    if not python or '\n' in python or '\0' in python:
+        return []
+    try:
+        proc = subprocess.Popen([python, '-c', _WHEEL_NCCL_SCRIPT], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=dict(os.environ, LC_ALL='C'))
+    except (OSError, ValueError):
+        return []
+    try:
+        out, _err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return []
+    if proc.returncode != 0:
+        return []
+    return [line for line in out.decode('utf-8', 'replace').splitlines() if line.startswith('/')]
+
+
+def _loaded_path(soname_fragment):
+    """The file of the first mapping of this process whose path holds ``soname_fragment`` (/proc/self/maps), or None."""
+    try:
+        with open('/proc/self/maps', 'r') as handle:
+            for line in handle:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and soname_fragment in os.path.basename(parts[5].strip()):
+                    return parts[5].strip()
+    except (IOError, OSError):
+        pass
+    return None
+
+
+def _nccl_code(lib):
+    import ctypes
+    version = ctypes.c_int(0)
+    if lib.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+        return str(version.value)
+    return None
+
+
+def nccl_version_text(extra_globs=(), python=None, nccl_home=None):
+    """Which NCCL the run's workloads load and its version, as text (``_parse_host.parse_nccl_library`` reads it), or None.
+
+    One line per library found, tab-separated ``library <ncclGetVersion code or -> <path> <found by>``, the one judged
+    first. Looked for in this order (NCCL_FOUND_BY): the site's ``extra_globs``; ``nccl_home`` (an absolute directory:
+    the NCCL nccl-tests is built against); the NCCL wheel on the sys.path of ``python`` (the torch Python: PyTorch
+    loads that one); the dynamic loader's ``libnccl.so.2``; then the usual system and pip-wheel places. The version is
+    asked of the library itself (``ncclGetVersion`` through ctypes), else taken from the file name (``-`` when neither
+    says). The loader's answer is taken before any library is loaded by path, so that it is the loader's own.
     """
     import ctypes
     import glob
-    candidates = []
-    for pattern in tuple(extra_globs) + NCCL_GLOBS:
-        for path in sorted(glob.glob(pattern)):
-            if path not in candidates:
-                candidates.append(path)
-    for path in candidates:
-        try:
-            lib = ctypes.CDLL(path)
-            version = ctypes.c_int(0)
-            if lib.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
-                return str(version.value)
-        except (OSError, AttributeError):
-            pass
-    for path in candidates:
-        match = re.search(r'libnccl\.so\.(\d+\.\d+\.\d+)', path)
-        if match:
-            return match.group(1)
-    return None
+    found = []      # [(path, how)] in order of preference, one entry per file
+
+    def add(paths, how):
+        for path in paths:
+            if '\t' in path or '\n' in path or not os.path.isfile(path):
+                continue
+            real = os.path.realpath(path)
+            if all(os.path.realpath(seen) != real for seen, _how in found):
+                found.append((path, how))
+
+    loader = None
+    try:
+        handle = ctypes.CDLL('libnccl.so.2')
+        path = _loaded_path('libnccl.so')
+        if path:
+            loader = (path, _nccl_code(handle))
+    except (OSError, AttributeError):
+        pass
+    for pattern in extra_globs:
+        add(sorted(glob.glob(pattern)), NCCL_FOUND_BY['globs'] + ' (%s)' % pattern)
+    if nccl_home and os.path.isabs(nccl_home):
+        add(sorted(glob.glob(os.path.join(nccl_home, 'lib*', 'libnccl.so.2*'))), NCCL_FOUND_BY['nccl_home'] % nccl_home)
+    if python:
+        add(_python_wheel_nccl(python), NCCL_FOUND_BY['python'] % python)
+    if loader:
+        add([loader[0]], NCCL_FOUND_BY['loader'])
+    if not found:
+        for pattern in NCCL_GLOBS:
+            add(sorted(glob.glob(pattern)), NCCL_FOUND_BY['usual'] % pattern)
+    if not found:
+        return None
+    lines = []
+    for path, how in found:
+        code = None
+        if loader and os.path.realpath(path) == os.path.realpath(loader[0]):
+            code = loader[1]
+        else:
+            try:
+                code = _nccl_code(ctypes.CDLL(path))
+            except (OSError, AttributeError):
+                code = None
+        if code is None:
+            match = re.search(r'libnccl\.so\.(\d+\.\d+\.\d+)', path)
+            code = match.group(1) if match else '-'
+        lines.append('library\t%s\t%s\t%s' % (code, path, how))
+    return '\n'.join(lines) + '\n'

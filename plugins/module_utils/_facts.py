@@ -572,11 +572,27 @@ _HOST = _dict('The operating system, clock, ports, disks, limits, PCIe ACS and j
 
 # -------------------------------------------------------------------------------------------------------- software
 
+_NCCL_LIBRARY_KEYS = {
+    'path': _str('The file.'),
+    'found_by': _str('How it was found: named by `xuanwu_nccl_library_globs`, the NCCL nccl-tests is built against '
+                     '(`nccl_tests_build_nccl_home`), the NCCL wheel on the sys.path of `xuanwu_torch_python` (the one '
+                     'PyTorch loads), the dynamic loader\'s `libnccl.so.2`, or a usual place.'),
+    'version': _str('Its `ncclGetVersion` (else the version in its file name); null when neither says.', null=True),
+}
+
 _SOFTWARE = _dict('Versions the hosts are compared on.', {
     'driver_version': _str('= `gpu.driver_version`.', null=True, probe='nvidia_smi_xml nvidia_query_gpu amd_static'),
     'cuda_driver_version': _str('= `gpu.cuda_driver_version`.', null=True, probe='nvidia_smi_xml'),
     'cuda_toolkit_version': _str('`nvcc --version` (`13.0`); null when absent.', null=True),
-    'nccl_version': _str("From libnccl's `ncclGetVersion` (`2.28.9`); null when not found.", null=True),
+    'nccl_version': _str("From libnccl's `ncclGetVersion` (`2.28.9`) of the library of `nccl_library`; null when not found.",
+                         null=True),
+    'nccl_library': _dict('Which `libnccl.so.2` `nccl_version` was read from and how it was found: the first found of '
+                          '`xuanwu_nccl_library_globs`, `nccl_tests_build_nccl_home` (an absolute path), the NCCL wheel '
+                          'on the sys.path of `xuanwu_torch_python`, the dynamic loader\'s, then the usual places; '
+                          'null when none was found or a bundle of an older probe does not say.', dict(_NCCL_LIBRARY_KEYS, **{
+                              'others': _list(_dict('One `libnccl.so.2`.', _NCCL_LIBRARY_KEYS),
+                                              'The other libraries found, in that order (a run may load these too).'),
+                          }), null=True),
     'rocm_version': _str('= `gpu.rocm_version`.', null=True, probe='amd_version', vendor='amd'),
 })
 

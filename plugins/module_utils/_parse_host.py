@@ -12,6 +12,7 @@
 * :func:`parse_ulimit_memlock` - ``ulimit -l``
 * :func:`parse_lspci_acs` - ``lspci -vvv`` (PCIe Access Control Services)
 * :func:`parse_nccl_version` - ``ncclGetVersion`` code or an NCCL version banner
+* :func:`parse_nccl_library` - which ``libnccl.so.2`` the node probe judged and how it was found
 * :func:`parse_ps` - ``ps -e -ww -o pid=,ppid=,user:32=,etimes=,args=`` (the process list)
 * :func:`parse_modprobe_config` - modprobe.d files as ``grep -H -a -e '' FILE...`` prints them
 * :func:`parse_kernel_cmdline` - ``/proc/cmdline``
@@ -636,6 +637,39 @@ def _nccl_dotted(parts, text):
     return '%d.%d.%d' % tuple(int_from_text(part, 'nccl version', 'version component', text, high=1 << 31) for part in parts)
 
 
+_NCCL_LIBRARY_PREFIX = 'library\t'
+
+
+def _nccl_library_lines(text):
+    """The node probe's ``library<TAB>code<TAB>path<TAB>found by`` lines as dicts (``version`` dotted or None), or None
+    when the text has none (a bare code or banner, e.g. a bundle of an older probe)."""
+    rows = [line for line in _nonblank(text, 'nccl version') if line.startswith(_NCCL_LIBRARY_PREFIX)]
+    if not rows:
+        return None
+    out = []
+    for line in rows:
+        fields = line.rstrip('\r\n').split('\t')
+        if len(fields) != 4 or not fields[2].startswith('/') or not fields[3].strip():
+            raise ParseError('nccl version', 'a library line is not "library<TAB>code<TAB>path<TAB>found by": %r' % line[:200], text)
+        code = fields[1].strip()
+        out.append({'version': None if code == '-' else parse_nccl_version(code), 'path': fields[2], 'found_by': fields[3].strip()})
+    return out
+
+
+def parse_nccl_library(text):
+    """Which ``libnccl.so.2`` the node probe judged: ``{path, found_by, version, others: [{path, found_by, version}]}``
+    (``others``: the other libraries the run may load, in the probe's order of preference), from the probe's
+    ``library`` lines (``_collect.nccl_version_text``). None when the text has no such line (a bare version of an
+    older probe: which library it was is not known) or is empty.
+    """
+    rows = _nccl_library_lines(text)
+    if not rows:
+        return None
+    first = dict(rows[0])
+    first['others'] = rows[1:]
+    return first
+
+
 def parse_nccl_version(text):
     """Return the NCCL version as ``"major.minor.patch"``.
 
@@ -643,12 +677,16 @@ def parse_nccl_version(text):
     since NCCL 2.9; ``2708`` -> ``2.7.8``: major*1000+minor*100+patch before), a dotted version
     (``2.28.9``, ``2.28.9-1+cuda13.0``), any text with an ``NCCL version 2.28.9+cuda13.0``
     banner (NCCL_DEBUG=INFO), or the ``(2, 28, 9)`` tuple that ``torch.cuda.nccl.version()``
-    returns, alone or within one line (``2.11.0+cu130 13.0 (2, 28, 9) 4``). Empty text (library
-    not found) is ``None``.
+    returns, alone or within one line (``2.11.0+cu130 13.0 (2, 28, 9) 4``), or the node probe's ``library`` lines
+    (parse_nccl_library: the first line's version; None when neither the library nor its file name told it). Empty
+    text (library not found) is ``None``.
     """
     lines = [line.strip() for line in _nonblank(text, 'nccl version')]
     if not lines:
         return None
+    rows = _nccl_library_lines(text)
+    if rows:
+        return rows[0]['version']
     for line in lines:
         match = _NCCL_BANNER_RE.search(line)
         if match:

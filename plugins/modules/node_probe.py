@@ -108,6 +108,20 @@ options:
     type: list
     elements: str
     default: []
+  nccl_python:
+    description:
+      - The Python the PyTorch workloads run with (C(xuanwu_torch_python)); the NCCL wheel on its C(sys.path) (the one
+        PyTorch loads) is preferred to the system's. Asked once, with a 20 s limit. The empty string asks no Python.
+      - The NCCL probed is, in this order, the first found of O(nccl_library_globs), O(nccl_home), this Python's wheel,
+        the dynamic loader's C(libnccl.so.2), then the usual system and pip-wheel places; the facts name the library
+        and how it was found (C(software.nccl_library)).
+    type: str
+    default: python3
+  nccl_home:
+    description:
+      - The NCCL directory nccl-tests is built against (C(nccl_tests_build_nccl_home) when it is an absolute path); its
+        C(lib/libnccl.so.2) comes before the torch Python's wheel. Anything but an absolute path is ignored.
+    type: str
   stage:
     description:
       - V(start) runs the probes of O(gather) and returns C(xuanwu_facts).
@@ -242,6 +256,7 @@ bundle:
 '''
 
 import functools
+import os
 import re
 import socket
 import time
@@ -262,6 +277,8 @@ def main():
             capture_dir=dict(type='path'),
             timeout=dict(type='int', default=60),
             nccl_library_globs=dict(type='list', elements='str', default=[]),
+            nccl_python=dict(type='str', default='python3'),
+            nccl_home=dict(type='str'),
             process_patterns=dict(type='list', elements='str'),
             stage=dict(type='str', default='start', choices=['start', 'end']),
             read_tests=dict(type='list', elements='dict', default=[], options=dict(
@@ -301,7 +318,16 @@ def main():
         def which(name):
             return module.get_bin_path(name, required=False, opt_dirs=SEARCH_DIRS)
 
-        internals = {'nccl_version': lambda: _collect.nccl_version_text(p['nccl_library_globs']),
+        def nccl_python():
+            name = p['nccl_python']
+            if not name:
+                return None
+            if os.path.isabs(name):
+                return name if os.access(name, os.X_OK) else None
+            return which(name)
+
+        internals = {'nccl_version': lambda: _collect.nccl_version_text(p['nccl_library_globs'], python=nccl_python(),
+                                                                        nccl_home=p['nccl_home']),
                      'proc_net_listening': _collect.proc_net_listening_text}
         for test in p['read_tests']:
             internals['storage_read:' + test['path']] = functools.partial(_collect.storage_read_text, test['path'], test['max_bytes'],

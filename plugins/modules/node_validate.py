@@ -45,7 +45,8 @@ options:
         O(overrides) C(xuanwu_profile_overrides), O(profile_dirs) C(xuanwu_profile_dirs), O(gather)
         C(xuanwu_probe_gather), O(interfaces) C(xuanwu_probe_interfaces), O(disk_paths) C(xuanwu_disk_paths),
         O(replay_dir) C(xuanwu_replay_dir), O(timeout) C(xuanwu_probe_timeout), O(nccl_library_globs)
-        C(xuanwu_nccl_library_globs), O(fail_on) C(xuanwu_fail_on), O(consistency) C(xuanwu_consistency_check),
+        C(xuanwu_nccl_library_globs), O(nccl_python) C(xuanwu_torch_python), O(nccl_home) C(nccl_tests_build_nccl_home),
+        O(fail_on) C(xuanwu_fail_on), O(consistency) C(xuanwu_consistency_check),
         O(job_mpirun_args) C(xuanwu_mpirun_args), O(redact_env_keys) C(xuanwu_redact_env_keys), O(full_facts)
         C(xuanwu_full_facts); O(job_ports) is C(xuanwu_torch_master_port) and C(xuanwu_job_ports), O(job_env)
         C(xuanwu_nccl_env) with C(xuanwu_torch_env) over it, and O(stages) the C(xuanwu_validate_*),
@@ -94,6 +95,17 @@ options:
     type: list
     elements: str
     default: []
+  nccl_python:
+    description:
+      - The Python the PyTorch workloads run with; the NCCL wheel on its C(sys.path) (the one PyTorch loads) is probed
+        before the system's NCCL (C(xuanwu.cluster.node_probe)'s O(nccl_python)).
+    type: str
+    default: python3
+  nccl_home:
+    description:
+      - The NCCL directory nccl-tests is built against, when an absolute path (C(xuanwu.cluster.node_probe)'s
+        O(nccl_home)); anything else is ignored.
+    type: str
   redact_env_keys:
     description: More environment variable names whose values are secrets.
     type: list

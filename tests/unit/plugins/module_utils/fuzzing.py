@@ -403,6 +403,7 @@ LINES = [
     Fuzzed(host.parse_uname, [_VM + 'uname_-a.txt', _H200 + 'uname_-a.txt'],
            ['Linux n1 5.15.0-119-generic #129-Ubuntu SMP Fri Aug 2 19:25:20 UTC 2024 x86_64 x86_64 x86_64 GNU/Linux\n']),
     Fuzzed(host.parse_nccl_version, [], returns=(str, type(None))),
+    Fuzzed(host.parse_nccl_library, [], returns=(dict, type(None))),
     Fuzzed(host.parse_proc_modules, ['derived/host/proc_modules_*'], ['Module Size Used by\nnvidia 1 0\n'], returns=list),
     Fuzzed(host.parse_proc_net_listening, ['derived/host/proc_net_listening_*'], returns=list),
     Fuzzed(host.parse_ps, ['derived/host/ps_*'], returns=list),

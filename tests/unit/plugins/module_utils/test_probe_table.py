@@ -65,7 +65,7 @@ def test_place_puts_each_output_where_it_lands_on_the_nodes_of_its_vendor():
     assert (nvidia['gpu']['xid_events'], nvidia['network']['link_events'], nvidia['host']) == (xid, links, {'kernel': {'kernel_name': 'Linux'}})
     assert 'xgmi' not in nvidia['gpu']
     # a fact that may be null is null when its output was not parsed; any other is left out
-    assert nvidia['software'] == {'cuda_toolkit_version': None, 'nccl_version': None}
+    assert nvidia['software'] == {'cuda_toolkit_version': None, 'nccl_version': None, 'nccl_library': None}
     amd = _sections('amd')
     _probe.place(amd, parsed)
     assert amd['gpu'] == {'vendor': 'amd', 'xgmi': {}} and amd['network']['link_events'] == links
