@@ -85,11 +85,21 @@ def redact_env(env, extra_keys=()):
 
 
 def redact(data, secrets=()):
-    """A copy of ``data`` (strings, mappings, lists) with ``redact_text`` applied to every string, keys too."""
-    if isinstance(data, str):
-        return redact_text(data, secrets)
-    if isinstance(data, dict):
-        return dict((redact(k, secrets), redact(v, secrets)) for k, v in data.items())
-    if isinstance(data, (list, tuple)):
-        return [redact(v, secrets) for v in data]
-    return data
+    """A copy of ``data`` (strings, mappings, lists) with ``redact_text`` applied to every string, keys too.
+
+    Each distinct string is redacted once: a fleet's report repeats its check names and reasons on every host."""
+    secrets = list(secrets or ())
+    done = {}
+
+    def walk(value):
+        if isinstance(value, str):
+            shown = done.get(value)
+            if shown is None:
+                shown = done[value] = redact_text(value, secrets)
+            return shown
+        if isinstance(value, dict):
+            return dict((walk(k), walk(v)) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return [walk(v) for v in value]
+        return value
+    return walk(data)
