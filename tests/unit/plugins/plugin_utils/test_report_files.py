@@ -60,3 +60,62 @@ def test_the_modes_of_reports_and_launch_kits_take_the_umask(tmp_path, umask, re
         assert _paths.umask_mode(0o750) == 0o750 & ~umask
     finally:
         os.umask(before)
+
+
+def _renderers(**special):
+    files = dict(('f%d.txt' % i, (lambda i=i: 'text %d\n' % i)) for i in range(5))
+    files.update(special)
+    return files
+
+
+def test_the_report_files_are_written_side_by_side_each_private(tmp_path):
+    os.umask(0o022)
+    parent = os.getpid()
+    files = _renderers(**{'pid.txt': lambda: str(os.getpid())})
+    assert validation_report._write_files(str(tmp_path), files, side_by_side=True) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files)
+    assert all((tmp_path / ('f%d.txt' % i)).read_text() == 'text %d\n' % i for i in range(5))
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o640 for p in tmp_path.iterdir())
+    # rendered in a child process: the controller's worker waits for them, nothing is left running
+    assert (tmp_path / 'pid.txt').read_text() != str(parent)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.parametrize('side_by_side', [True, False])
+def test_a_renderer_that_breaks_or_a_file_that_cannot_be_written_is_named_and_the_others_are_written(tmp_path, side_by_side):
+    (tmp_path / 'report.html').symlink_to(tmp_path / 'elsewhere')
+
+    def broken():
+        raise KeyError('summary')
+    errors = dict(validation_report._write_files(str(tmp_path), _renderers(**{'report.md': broken, 'report.html': lambda: 'x'}),
+                                                side_by_side=side_by_side))
+    assert errors['report.md'] == "KeyError: 'summary'"
+    assert 'Too many levels of symbolic links' in errors['report.html'] or 'symbolic' in errors['report.html'].lower()
+    assert sorted(errors) == ['report.html', 'report.md']
+    assert all((tmp_path / ('f%d.txt' % i)).read_text() == 'text %d\n' % i for i in range(5))
+    assert not (tmp_path / 'elsewhere').exists()
+
+
+def test_a_writer_that_hangs_is_stopped_and_said_so(tmp_path):
+    import time
+
+    def hangs():
+        time.sleep(60)
+        return 'never'
+    started = time.monotonic()
+    errors = validation_report._write_files(str(tmp_path), _renderers(**{'report.json': hangs}), timeout=1, side_by_side=True)
+    assert time.monotonic() - started < 20
+    assert errors == [('report.json', 'not written within 1 s (stopped)')]
+    assert (tmp_path / 'f0.txt').read_text() == 'text 0\n'
+
+
+def test_side_by_side_only_with_cpus_to_spare(monkeypatch, tmp_path):
+    pids = []
+    files = {'a': lambda: pids.append(os.getpid()) or 'a', 'b': lambda: pids.append(os.getpid()) or 'b'}
+    monkeypatch.setattr(validation_report, '_usable_cpus', lambda: 2)
+    assert validation_report._write_files(str(tmp_path), files) == []
+    assert pids == [os.getpid(), os.getpid()]      # rendered here, one after the other
+    monkeypatch.setattr(validation_report, '_usable_cpus', lambda: 16)
+    assert validation_report._write_files(str(tmp_path), files) == []
+    assert len(pids) == 2 and (tmp_path / 'b').read_text() == 'b'   # rendered in children: nothing appended here
