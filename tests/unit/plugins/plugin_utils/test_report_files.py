@@ -88,8 +88,8 @@ def test_a_renderer_that_breaks_or_a_file_that_cannot_be_written_is_named_and_th
 
     def broken():
         raise KeyError('summary')
-    errors = dict(validation_report._write_files(str(tmp_path), _renderers(**{'report.md': broken, 'report.html': lambda: 'x'}),
-                                                side_by_side=side_by_side))
+    files = _renderers(**{'report.md': broken, 'report.html': lambda: 'x'})
+    errors = dict(validation_report._write_files(str(tmp_path), files, side_by_side=side_by_side))
     assert errors['report.md'] == "KeyError: 'summary'"
     assert 'Too many levels of symbolic links' in errors['report.html'] or 'symbolic' in errors['report.html'].lower()
     assert sorted(errors) == ['report.html', 'report.md']
