@@ -77,15 +77,11 @@ def unmatched_check_ids(patterns, ids=CHECK_IDS):
             if pattern not in ids and not any(fnmatch.fnmatchcase(cid, pattern) for cid in ids)]
 
 
-def _check_ids(ctx, key, value):
-    """``checks.disable`` and ``checks.severity``: each id or glob must match a check id (CHECK_IDS)."""
-    named = [('%s.disable[%d]' % (key, i), pattern) for i, pattern in enumerate(value.get('disable') or [])]
-    named += [(_spec.join(_spec.join(key, 'severity'), pattern), pattern) for pattern in value.get('severity') or {}]
-    unmatched = set(unmatched_check_ids([pattern for _where, pattern in named]))
-    for where, pattern in named:
-        if pattern in unmatched:
-            hint = _spec.suggest(pattern, _SORTED_CHECK_IDS)
-            ctx.add(where, 'no check id matches %r%s (see docs/checks.md)' % (pattern, "; did you mean %r?" % hint if hint else ''))
+def _check_id(ctx, key, pattern):
+    """An id or glob of ``checks.disable`` or ``checks.severity``: it must match a check id (CHECK_IDS)."""
+    if unmatched_check_ids([pattern]):
+        hint = _spec.suggest(pattern, _SORTED_CHECK_IDS)
+        ctx.add(key, 'no check id matches %r%s (see docs/checks.md)' % (pattern, "; did you mean %r?" % hint if hint else ''))
 
 
 def _check_regex(ctx, key, value):
@@ -116,7 +112,7 @@ _EXTRA_CHECKS = {
     'regex': _check_regex,
     'xid_lists': _check_xid_lists,
     'curve_sorted': _check_curve_sorted,
-    'check_ids': _check_ids,
+    'check_id': _check_id,
 }
 
 

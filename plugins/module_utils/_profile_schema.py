@@ -612,12 +612,11 @@ SCHEMA = {
         },
         'checks': {
             'type': 'dict', 'default': {}, 'description': 'Site overrides of the checks (docs/checks.md).',
-            'check': 'check_ids',
             'keys': {
-                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str'},
+                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str', 'check': 'check_id'},
                             'description': 'Check ids or globs ("ib.*", "collectives.*") whose findings are dropped.'},
                 'severity': {'type': 'map', 'default': {}, 'description': 'Check id or glob -> fail | warn | info.',
-                             'key': {'type': 'str', 'description': 'check id or glob'},
+                             'key': {'type': 'str', 'description': 'check id or glob', 'check': 'check_id'},
                              'values': {'type': 'str', 'choices': list(SEVERITIES)}},
             },
         },

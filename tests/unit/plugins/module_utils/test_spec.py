@@ -147,6 +147,15 @@ def test_an_override_with_several_mistakes_names_every_one():
     ]
 
 
+def test_each_check_id_of_the_checks_section_is_judged_on_its_own():
+    with pytest.raises(ProfileError) as err:
+        _profile.validate_profile(minimal(checks={'disable': ['ib.*', 'gpu.nvlink_dwn'],
+                                                  'severity': {'nope.*': 'warn', 'gpu.count': 'critical'}}), 'p.yml')
+    assert [key for _path, key, _reason in err.value.problems] == [
+        'checks.disable[1]', 'checks.severity.nope.*', 'checks.severity.gpu.count']
+    assert "'critical' is not one of 'fail', 'warn', 'info'" in str(err.value).splitlines()[2]
+
+
 def test_every_xid_listed_twice_and_every_curve_of_one_gpu_is_named():
     data = minimal(gpu={'count': 1, 'xid': {'fatal': [{'xid': 79, 'reason': 'a'}, {'xid': 48, 'reason': 'b'}],
                                             'warn': [{'xid': 48, 'reason': 'c'}, {'xid': 79, 'reason': 'd'}]}},
