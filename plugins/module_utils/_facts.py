@@ -27,6 +27,7 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect, _s
 
 SCHEMA_VERSION = 1
 
+
 def _fact(kind, description, **extra):
     spec = {'type': kind, 'description': description}
     spec.update((key, value) for key, value in extra.items() if value is not None and value is not False)

@@ -17,10 +17,11 @@ A spec is a dict. ``type``:
   NODE, SYS; upper-cased). ``choices``: the values allowed; ``min`` / ``max`` for numbers.
 
 Any spec: ``null`` (the value may be null), ``required`` and ``default`` (deep-copied, then validated), ``check``
-(the name of a further check, given to ``validate`` in ``checks``: ``function(ctx, key, value)``, which
-records each problem with ``ctx.add(key, reason)``; run when everything under the value is valid), ``description``; for the docs only: ``unit``, ``probe`` (the probes whose
-output the value comes from, space separated), ``vendor`` (``nvidia`` or ``amd``: that vendor's nodes only),
-``shared`` (a spec used at several places: its keys are listed where it first comes), ``notes``.
+(the name of a further check, given to ``validate`` in ``checks``: ``function(ctx, key, value)``, which records each
+problem with ``ctx.add(key, reason)``; run when everything under the value is valid), ``description``; for the docs
+only: ``unit``, ``probe`` (the probes whose output the value comes from, space separated), ``vendor`` (``nvidia`` or
+``amd``: that vendor's nodes only), ``shared`` (a spec used at several places: its keys are listed where it first
+comes), ``notes``.
 
 ``validate(spec, value, path, mode)`` returns the value normalised and every problem, each naming the file (or
 variable) and the dotted key. Modes: ``whole`` (a document on its own: defaults filled, required keys required,

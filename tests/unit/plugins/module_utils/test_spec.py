@@ -200,7 +200,7 @@ def profiles(draw):
                    host={'disks': [{'path': '/', 'min_free_gb': 1}], 'leftover_process_patterns': ['torchrun']},
                    collectives={'all_reduce': {'curve': [{'min_bytes': 1, 'busbw_gbps_min': 1}]}},
                    checks={'disable': ['ib.*'], 'severity': {'gpu.*': 'warn'}})
-    for _ in range(draw(st.integers(1, 4))):
+    for _step in range(draw(st.integers(1, 4))):
         target = data
         while isinstance(target, dict) and target and draw(st.booleans()):
             key = draw(st.sampled_from(sorted(target, key=str)))
