@@ -22,42 +22,54 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils import (
 )
 
 _NODE = 'xuanwu.cluster.node_check, from the facts of xuanwu.cluster.node_probe'
-# (title of the docs section, module that emits the checks, its entries), in the order of docs/checks.md
-AREAS = (
-    ('Probes and facts', _NODE + ' (plugins/module_utils/_checks.py)', _checks.PROBE_CHECKS),
-    ('GPU', _NODE + ' (plugins/module_utils/_checks_gpu.py)', _checks_gpu.CHECKS),
+# (title of the docs section, where the checks are emitted, the module that declares them, the name of its entries), in
+# the order of docs/checks.md. The one list of the check areas: the catalogue, docs/checks.md and the profile keys the
+# areas declare (PROFILE_KEYS) are derived from it; test_registrations.py fails while a module declares catalogue entries
+# or profile keys that do not reach it.
+_AREAS = (
+    ('Probes and facts', _NODE + ' (plugins/module_utils/_checks.py)', _checks, 'PROBE_CHECKS'),
+    ('GPU', _NODE + ' (plugins/module_utils/_checks_gpu.py)', _checks_gpu, 'CHECKS'),
     ('AMD GPU', _NODE + ' for profiles with gpu.vendor amd (plugins/module_utils/_checks_amd.py); gpu.count, gpu.model, '
-     'gpu.memory, gpu.pcie_*, gpu.ecc_* also apply, with AMD remediation texts', _checks_amd.CHECKS),
-    ('InfiniBand, network, RoCE and link flaps', _NODE + ' (plugins/module_utils/_checks_fabric.py)', _checks_fabric.CHECKS),
-    ('Host, hygiene before a job, software', _NODE + ' (plugins/module_utils/_checks_host.py)', _checks_host.CHECKS),
+     'gpu.memory, gpu.pcie_*, gpu.ecc_* also apply, with AMD remediation texts', _checks_amd, 'CHECKS'),
+    ('InfiniBand, network, RoCE and link flaps', _NODE + ' (plugins/module_utils/_checks_fabric.py)', _checks_fabric, 'CHECKS'),
+    ('Host, hygiene before a job, software', _NODE + ' (plugins/module_utils/_checks_host.py)', _checks_host, 'CHECKS'),
     ('Hosts compared with each other', _NODE + ', across the hosts of one profile (plugins/module_utils/_checks.py)',
-     _checks.CONSISTENCY_CHECKS),
+     _checks, 'CONSISTENCY_CHECKS'),
     ('Collective benchmark checks', 'xuanwu.cluster.workload_check kind nccl_tests (each nccl-tests run)',
-     _collectives.CHECKS),
+     _collectives, 'CHECKS'),
     ('Fleet thresholds and history', 'xuanwu.cluster.validation_report, once per run on the controller, over the '
-     'nccl-tests figures of every host (plugins/module_utils/_fleet.py, docs/fleet-history.md)', _fleet.CHECKS),
-    ('InfiniBand counters under load', 'xuanwu.cluster.workload_check kind link_counters', _links.CHECKS),
+     'nccl-tests figures of every host (plugins/module_utils/_fleet.py, docs/fleet-history.md)', _fleet, 'CHECKS'),
+    ('InfiniBand counters under load', 'xuanwu.cluster.workload_check kind link_counters', _links, 'CHECKS'),
     ('SSH mesh and fabric preflight', 'xuanwu.cluster.mesh_check on each node, for each peer, and '
      'xuanwu.cluster.mesh_compare once on the controller (plugins/module_utils/_mesh.py, docs/ssh-mesh.md)',
-     _mesh.CHECKS),
+     _mesh, 'CHECKS'),
     ('Workload and run checks', 'xuanwu.cluster.workload_check (collectives, torch workloads, stages that did not run)',
-     _workloads.CHECKS),
+     _workloads, 'CHECKS'),
     ('Container smoke', 'xuanwu.cluster.workload_check kind container_smoke, from nvidia-smi -L that '
      'xuanwu.cluster.container_smoke ran in a container with the node\'s GPUs (plugins/module_utils/_container.py, '
-     'docs/container-smoke.md)', _container.CHECKS),
+     'docs/container-smoke.md)', _container, 'CHECKS'),
     ('GPU samples during the workloads', 'xuanwu.cluster.workload_check, from the nvidia-smi dmon samples '
      'xuanwu.cluster.workload_run took while each workload ran (plugins/module_utils/_dmon_checks.py, docs/metrics.md)',
-     _dmon_checks.CHECKS),
+     _dmon_checks, 'CHECKS'),
     ('Scheduler health before a return to service', 'xuanwu.cluster.workload_check kind scheduler, from what '
      'xuanwu.cluster.scheduler_node read on the node (action daemon) and in the controller (action health), before a '
-     'rollout returns the node to service (plugins/module_utils/_scheduler.py, docs/scheduler.md)', _scheduler.CHECKS),
+     'rollout returns the node to service (plugins/module_utils/_scheduler.py, docs/scheduler.md)', _scheduler, 'CHECKS'),
 )
+
+# (title, where, entries) of each area, in the order of docs/checks.md
+AREAS = tuple((title, where, getattr(module, name)) for title, where, module, name in _AREAS)
 
 CATALOGUE = _findings.join(*(checks for _title, _where, checks in AREAS))
 
-# Modules whose checks read profile keys they declare themselves (``PROFILE_KEYS``: {section: {key: spec}}, the spec
-# language of _profile), next to the code that reads them; the profile schema takes them in.
-PROFILE_KEYS = tuple((module.__name__.rsplit('.', 1)[-1], module.PROFILE_KEYS) for module in (_checks_host,))
+# The modules of the check areas, each once, in the order of AREAS.
+AREA_MODULES = tuple(module for i, (_title, _where, module, _name) in enumerate(_AREAS)
+                     if module not in [row[2] for row in _AREAS[:i]])
+
+# (module name, its PROFILE_KEYS) of every area module whose checks read profile keys it declares itself
+# (``PROFILE_KEYS``: {section: {key: spec}}, the spec language of _spec), next to the code that reads them; the profile
+# schema takes them in. Derived: a module of AREAS that declares PROFILE_KEYS is in it.
+PROFILE_KEYS = tuple((module.__name__.rsplit('.', 1)[-1], module.PROFILE_KEYS) for module in AREA_MODULES
+                     if hasattr(module, 'PROFILE_KEYS'))
 
 
 def titles():

@@ -132,12 +132,27 @@ def section_errors(value, depth=4):
 class ProfileError(ValueError):
     """Raised when a hardware profile or an inventory override is invalid.
 
-    ``path`` is the file (or variable) and ``key`` the dotted key that is wrong.
+    ``path`` is the file (or variable) and ``key`` the dotted key that is wrong. A profile with several mistakes
+    raises one error that lists them all (``listing``): ``problems`` holds each ``(path, key, reason)``, the message
+    one line each, and ``path``, ``key`` and ``reason`` are the first one's.
     """
 
-    def __init__(self, path, key, reason):
+    def __init__(self, path, key, reason, problems=None):
         self.path = path
         self.key = key
         self.reason = reason
+        self.problems = list(problems) if problems else [(path, key, reason)]
+        super(ProfileError, self).__init__('\n'.join(self.line(*problem) for problem in self.problems))
+
+    @staticmethod
+    def line(path, key, reason):
+        """One problem as a line: ``path: key: reason``."""
         where = '%s: %s' % (path, key) if key else str(path)
-        super(ProfileError, self).__init__('%s: %s' % (where, reason))
+        return '%s: %s' % (where, reason)
+
+    @classmethod
+    def listing(cls, problems):
+        """One error of every ``(path, key, reason)`` of ``problems`` (at least one)."""
+        problems = list(problems)
+        path, key, reason = problems[0]
+        return cls(path, key, reason, problems)

@@ -23,48 +23,47 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
-import re
-
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect, _spec
 
 SCHEMA_VERSION = 1
 
-_SCALARS = ('str', 'int', 'float', 'bool')
 
-
-def _spec(kind, description, **extra):
+def _fact(kind, description, **extra):
     spec = {'type': kind, 'description': description}
     spec.update((key, value) for key, value in extra.items() if value is not None and value is not False)
     return spec
 
 
 def _str(description, **extra):
-    return _spec('str', description, **extra)
+    return _fact('str', description, **extra)
 
 
 def _int(description, **extra):
-    return _spec('int', description, **extra)
+    return _fact('int', description, **extra)
 
 
 def _num(description, **extra):
-    return _spec('float', description, **extra)
+    return _fact('float', description, **extra)
 
 
 def _bool(description, **extra):
-    return _spec('bool', description, **extra)
+    return _fact('bool', description, **extra)
 
 
 def _dict(description, keys, **extra):
-    return _spec('dict', description, keys=keys, **extra)
+    return _fact('dict', description, keys=keys, **extra)
 
 
-def _map(key, values, description, **extra):
-    return _spec('map', description, key=key, values=values, **extra)
+def _map(key, values, description, pattern=None, **extra):
+    """A mapping of any string keys (``key``: their name in the docs; ``pattern``: what each must match)."""
+    key_spec = {'type': 'str', 'description': key}
+    if pattern:
+        key_spec['pattern'] = pattern
+    return _fact('map', description, key=key_spec, values=values, **extra)
 
 
 def _list(elements, description, **extra):
-    return _spec('list', description, elements=elements, **extra)
+    return _fact('list', description, elements=elements, **extra)
 
 
 def _from(probe, keys):
@@ -627,12 +626,7 @@ SCHEMAS = {'start': FACTS, 'end': FACTS_END}
 def spec_at(path, stage='start', schemas=None):
     """The spec of the fact at the dotted ``path`` (``host.memory``; keys of fixed mappings only) of ``stage``'s
     schema, or None when the schema does not declare it."""
-    spec = (schemas or SCHEMAS)[stage]
-    for step in path.split('.'):
-        if spec.get('type') != 'dict' or step not in spec['keys']:
-            return None
-        spec = spec['keys'][step]
-    return spec
+    return _spec.at((schemas or SCHEMAS)[stage], path)
 
 
 def mark_landings(schemas, landings):
@@ -661,84 +655,12 @@ LANDING_PROBLEMS = mark_landings(SCHEMAS, dict((stage, _collect.landings(stage))
 
 # -------------------------------------------------------------------------------------------------------- validate
 
-def _type_ok(kind, value):
-    if kind == 'bool':
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    if kind == 'int':
-        return isinstance(value, int)
-    if kind == 'float':
-        return isinstance(value, (int, float)) and (isinstance(value, int) or math.isfinite(value))
-    if kind == 'str':
-        return isinstance(value, str)
-    if kind in ('dict', 'map'):
-        return isinstance(value, dict)
-    return isinstance(value, (list, tuple))
-
-
-def _kinds(spec):
-    kind = spec['type']
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _shown(value):
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + '...'
-
-
-def _name(value):
-    if value is None:
-        return 'null'
-    return {'dict': 'a mapping', 'list': 'a list', 'tuple': 'a list'}.get(type(value).__name__, '%s %s' % (
-        type(value).__name__, _shown(value)))
-
-
-def _join(where, key):
-    return '%s.%s' % (where, key) if where else str(key)
-
-
-def _check(spec, value, where, problems):
-    if value is None:
-        if not spec.get('null'):
-            problems.append('%s: null, but the schema does not allow null' % where)
-        return
-    kinds = _kinds(spec)
-    if not any(_type_ok(kind, value) for kind in kinds):
-        problems.append('%s: expected %s, got %s' % (where, ' or '.join(kinds), _name(value)))
-        return
-    if 'choices' in spec and value not in spec['choices']:
-        problems.append('%s: %s is not one of %s' % (where, _shown(value), ', '.join(str(c) for c in spec['choices'])))
-    kind = kinds[0]
-    if kind == 'dict':
-        for key in value:
-            if key not in spec['keys']:
-                problems.append('%s: not declared in the facts schema (plugins/module_utils/_facts.py)'
-                                % _join(where, key))
-            else:
-                _check(spec['keys'][key], value[key], _join(where, key), problems)
-    elif kind == 'map':
-        pattern = spec.get('pattern')
-        for key in value:
-            if not isinstance(key, str):
-                problems.append('%s: a key of %s is %s, not a string' % (_join(where, key), where or 'the facts',
-                                                                         _name(key)))
-                continue
-            if pattern and not re.match(pattern, key):
-                problems.append('%s: the key %r does not match %s' % (_join(where, key), key, pattern))
-            _check(spec['values'], value[key], _join(where, key), problems)
-    elif kind == 'list':
-        for index, item in enumerate(value):
-            _check(spec['elements'], item, '%s[%d]' % (where, index), problems)
-
-
 def validate(facts, stage='start'):
-    """The problems of a facts dictionary against the schema (``stage`` ``end``: the facts of ``stage: end``): a key
-    the schema does not declare, a value of another type, null where the schema does not allow it, a string outside
-    its choices. ``[]`` when it conforms. Never raises."""
-    problems = []
-    _check(SCHEMAS[stage], facts, '', problems)
-    return [problem.lstrip('.') for problem in problems]
+    """The problems of a facts dictionary against the schema (``stage`` ``end``: the facts of ``stage: end``), each
+    ``key: reason``: a key the schema does not declare, a value of another type, null where the schema does not allow
+    it, a value outside its choices, a key of a mapping that does not match its pattern (``_spec.validate``, mode
+    ``strict``). ``[]`` when it conforms. Never raises."""
+    return [str(problem) for problem in _spec.validate(SCHEMAS[stage], facts, None, _spec.STRICT)[1]]
 
 
 def probe_sources(spec=None):
@@ -748,18 +670,8 @@ def probe_sources(spec=None):
     while stack:
         item = stack.pop()
         found.update((item.get('probe') or '').split())
-        stack.extend(_children(item))
+        stack.extend(_spec.children(item))
     return found
-
-
-def _children(spec):
-    if spec['type'] == 'dict':
-        return list(spec['keys'].values())
-    if spec['type'] == 'map':
-        return [spec['values']]
-    if spec['type'] == 'list':
-        return [spec['elements']]
-    return []
 
 
 # ------------------------------------------------------------------------------------------------------------ docs
@@ -945,54 +857,13 @@ the other, however many forks run. The full facts of a 4-GPU node with 8 InfiniB
 ''' % ('\n'.join(['| fact | what |', '|---|---|'] + ['| %s | %s |' % row for row in SET_AROUND]),
        '`, `gpu.'.join(BRIEF_GPU), '`, `'.join(BRIEF_DEVICE), '`, `'.join(BRIEF_CA), '`, `'.join(BRIEF_PORT))
 
-_TABLE = ['| key | type | null | unit | from | description |', '|---|---|---|---|---|---|']
-
-
-def _type_text(spec):
-    kind = spec['type']
-    if kind == 'dict':
-        return 'mapping'
-    if kind == 'map':
-        return 'mapping of %s' % _type_text(spec['values'])
-    if kind == 'list':
-        return 'list of %s' % _type_text(spec['elements'])
-    text = ' or '.join(_kinds(spec)).replace('float', 'number')
-    if spec.get('choices'):
-        text += ' (%s)' % ' / '.join('`%s`' % c for c in spec['choices'])
-    return text
-
-
-def _cell(text):
-    return text.replace('|', '\\|').replace('\n', ' ')
-
-
-def _rows(path, spec, out, seen):
-    """The rows of ``spec`` at ``path`` and of everything in it; a ``shared`` spec's keys only where it first comes."""
-    vendor = {'nvidia': '**NVIDIA** ', 'amd': '**AMD** '}.get(spec.get('vendor'), '')
-    description = spec['description']
-    if spec.get('shared') and id(spec) in seen:
-        description += ' Its keys: as `%s`.' % seen[id(spec)]
-    out.append('| `%s` | %s | %s | %s | %s | %s |' % (
-        path, _type_text(spec), 'yes' if spec.get('null') else '', spec.get('unit', ''),
-        ', '.join('`%s`' % p for p in (spec.get('probe') or '').split()), _cell(vendor + description)))
-    if spec.get('shared'):
-        if id(spec) in seen:
-            return
-        seen[id(spec)] = path
-    if spec['type'] == 'dict':
-        for key in spec['keys']:
-            _rows('%s.%s' % (path, key), spec['keys'][key], out, seen)
-    elif spec['type'] == 'map' and spec['values']['type'] in ('dict', 'map', 'list'):
-        _rows('%s.<%s>' % (path, spec['key']), spec['values'], out, seen)
-    elif spec['type'] == 'list' and spec['elements']['type'] in ('dict', 'map', 'list'):
-        _rows(path + '[]', spec['elements'], out, seen)
+# The columns of the tables (_spec.COLUMNS).
+COLUMNS = ('key', 'type', 'null', 'unit', 'from', 'description')
 
 
 def _section(title, description, specs, seen, notes=()):
     """A ``## title``, ``description``, the table of the ``(path, spec)`` pairs and every paragraph of ``notes``."""
-    out = ['## %s' % title, '', description, ''] + _TABLE
-    for path, spec in specs:
-        _rows(path, spec, out, seen)
+    out = ['## %s' % title, '', description, ''] + _spec.table_header(COLUMNS) + _spec.table_rows(COLUMNS, specs, seen)
     for note in notes:
         out += ['', note]
     return out

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+import types
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt, section_errors
 # the node's half, and the names of it that the collection and its tests read from here
@@ -23,11 +24,10 @@ from ansible_collections.xuanwu.cluster.plugins.module_utils._collect import (  
     storage_read_text, validate_manifest,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_amd as amd_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_host as host_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_ib as ib_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_net as net_p
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _parse_nvidia as nv_p
+# The parser modules the probe table names (PARSER_MODULES): a new one is an import here, and nothing else.
+from ansible_collections.xuanwu.cluster.plugins.module_utils import (  # noqa: F401 pylint: disable=unused-import
+    _parse_amd, _parse_host, _parse_ib, _parse_net, _parse_nvidia,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._commands import DEFAULT_LEFTOVER_PATTERNS
 
 FACTS_SCHEMA_VERSION = 1
@@ -35,8 +35,11 @@ FACTS_SCHEMA_VERSION = 1
 # At most this many job processes (host.processes.matched) are kept in the facts.
 MATCHED_PROCESSES_MAX = 50
 
-# The modules an Alternative's parser is named in: ``<key>.<function>``.
-PARSER_MODULES = {'host': host_p, 'nvidia': nv_p, 'ib': ib_p, 'net': net_p, 'amd': amd_p}
+# The modules an Alternative's parser is named in: ``<area>.<function>`` is the function of ``_parse_<area>``, one of
+# the parser modules imported above (derived from the imports: test_registrations.py checks that the probe table names
+# exactly these).
+PARSER_MODULES = dict((name[len('_parse_'):], module) for name, module in sorted(globals().items())
+                      if name.startswith('_parse_') and isinstance(module, types.ModuleType))
 
 # parsed[ROWS_READ]: how many processes a process list filtered on the node listed (_collect.filter_processes)
 ROWS_READ = 'processes.rows'
@@ -255,7 +258,7 @@ def _amd_gpu_facts(parsed, statuses):
            'tool': str(record.get('command') or '').split(' ', 1)[0].rsplit('/', 1)[-1] or None,
            'count': None, 'driver_version': None, 'devices': []}
     if static is not None:
-        gpu['devices'] = amd_p.merge_devices(static, parsed.get('amd_metric'), parsed.get('amd_bad_pages'))
+        gpu['devices'] = _parse_amd.merge_devices(static, parsed.get('amd_metric'), parsed.get('amd_bad_pages'))
         gpu['count'] = len(gpu['devices'])
         gpu['driver_version'] = static.get('driver_version')
     elif gpu['installed'] is False:
@@ -264,7 +267,7 @@ def _amd_gpu_facts(parsed, statuses):
         gpu['rocm_version'] = parsed['amd_version'].get('rocm')
         gpu['amd_smi_version'] = parsed['amd_version'].get('tool')
     if 'amd_topology' in parsed:
-        gpu['links'] = amd_p.pair_links(parsed['amd_topology'], parsed.get('amd_xgmi'))
+        gpu['links'] = _parse_amd.pair_links(parsed['amd_topology'], parsed.get('amd_xgmi'))
     return gpu
 
 
@@ -282,7 +285,7 @@ def _gpu_facts(parsed, statuses):
            'count': None, 'driver_version': xml.get('driver_version'),
            'cuda_driver_version': xml.get('cuda_driver_version'), 'devices': []}
     if devices is not None:
-        devices = nv_p.merge_gpu_details(devices, xml) if xml else devices
+        devices = _parse_nvidia.merge_gpu_details(devices, xml) if xml else devices
         gpu['devices'] = devices
         gpu['count'] = len(devices)
         versions = sorted(set(d.get('driver_version') for d in devices if d.get('driver_version')))
@@ -292,7 +295,7 @@ def _gpu_facts(parsed, statuses):
         gpu['count'] = 0
     query = statuses.get('nvidia_query_gpu') or {}
     if query.get('status') == 'failed':
-        gpu['nvml_error'] = nv_p.nvml_init_error('%s\n%s' % (query.get('excerpt') or '', query.get('error') or ''))
+        gpu['nvml_error'] = _parse_nvidia.nvml_init_error('%s\n%s' % (query.get('excerpt') or '', query.get('error') or ''))
     return gpu
 
 

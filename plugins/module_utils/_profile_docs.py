@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, xuanwu.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hardware profiles: the Markdown of docs/profiles.md (``schema_markdown``, ``scripts/docs.py``): the schema's tables
-and each shipped profile resolved (``resolved_markdown``).
+"""Hardware profiles: the Markdown of docs/profiles.md (``schema_markdown``, ``scripts/docs.py``): the page around the
+schema's tables (rendered by the spec language's ``_spec.table_rows``, as docs/facts.md's) and each shipped profile
+resolved (``resolved_markdown``).
 
 Only the controller renders it (the shipped profiles are passed in: this module reads no file and imports no controller
 code); the nodes validate profiles with ``_profile`` and never import this module.
@@ -12,55 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import EXTENDS, EXTENDS_WORDS, _join
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _spec
+from ansible_collections.xuanwu.cluster.plugins.module_utils._profile import EXTENDS, EXTENDS_WORDS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._profile_schema import DEFAULT_XID_FATAL, DEFAULT_XID_WARN, SCHEMA, SCHEMA_VERSION
 
 
-def _fmt_default(value):
-    if value is None:
-        return ''
-    if value == '':
-        return '`""`'
-    if isinstance(value, bool):
-        return '`%s`' % ('true' if value else 'false')
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return 'built-in list (%d)' % len(value)
-    if isinstance(value, (list, dict)) and not value:
-        return '`%s`' % ('[]' if isinstance(value, list) else '{}')
-    if isinstance(value, list):
-        return '`[%s]`' % ', '.join(str(v) for v in value)
-    return '`%s`' % (value,)
-
-
-def _fmt_type(spec):
-    kind = spec['type']
-    if kind == 'list':
-        inner = spec['elements']
-        return 'list of %s' % ('mappings' if inner['type'] == 'dict' else _fmt_type(inner))
-    if kind == 'map':
-        return 'mapping of %s' % ('mappings' if spec['values']['type'] == 'dict' else _fmt_type(spec['values']))
-    text = {'dict': 'mapping', 'version': 'version string'}.get(kind, kind)
-    extras = []
-    if spec.get('choices'):
-        extras.append(' / '.join('`%s`' % c for c in spec['choices']))
-    if 'min' in spec or 'max' in spec:
-        extras.append('%s..%s' % (spec.get('min', ''), spec.get('max', '')))
-    return text + (' (%s)' % ', '.join(extras) if extras else '')
-
-
-def _doc_rows(key, spec, rows):
-    kind = spec['type']
-    if key:
-        rows.append('| `%s` | %s | %s | %s | %s |' % (
-            key, _fmt_type(spec), 'yes' if spec.get('required') else '', _fmt_default(spec.get('default')),
-            spec.get('description', '').replace('|', '\\|')))
-    if kind == 'dict':
-        for name in spec['keys']:
-            _doc_rows(_join(key, name), spec['keys'][name], rows)
-    elif kind == 'map' and spec['values']['type'] in ('dict', 'list'):
-        _doc_rows('%s.<%s>' % (key, spec.get('key', {}).get('description', 'key')), spec['values'], rows)
-    elif kind == 'list' and spec['elements']['type'] == 'dict':
-        _doc_rows(key + '[]', spec['elements'], rows)
+# The columns of the schema's tables (_spec.COLUMNS).
+COLUMNS = ('key', 'type', 'required', 'default', 'description')
 
 
 def _flow(value):
@@ -79,7 +38,7 @@ def _leaves(value, key=''):
     and scalars are values; nulls are left out."""
     if isinstance(value, dict) and value:
         for name, item in value.items():
-            yield from _leaves(item, _join(key, name))
+            yield from _leaves(item, _spec.join(key, name))
     elif value is not None:
         yield key, value
 
@@ -162,13 +121,11 @@ def schema_markdown(shipped):
         '  ibstat prints it), `speed_gbps` and `busbw_gbps` (GB/s, as nvidia-smi and nccl-tests print them).',
         '',
     ]
-    header = ['| key | type | required | default | description |', '|---|---|---|---|---|']
     out.append('## Top level')
     out.append('')
-    out.extend(header)
-    for name in SCHEMA['keys']:
-        if SCHEMA['keys'][name]['type'] not in ('dict', 'map'):
-            _doc_rows(name, SCHEMA['keys'][name], out)
+    out.extend(_spec.table_header(COLUMNS))
+    out.extend(_spec.table_rows(COLUMNS, [(name, spec) for name, spec in SCHEMA['keys'].items()
+                                          if spec['type'] not in ('dict', 'map')]))
     out.append('| `%s` | string or list of strings |  |  | Profile files only: what the file extends, %s (above). |'
                % (EXTENDS, EXTENDS_WORDS))
     out.append('')
@@ -180,10 +137,8 @@ def schema_markdown(shipped):
         out.append('')
         out.append(spec.get('description', ''))
         out.append('')
-        out.extend(header)
-        rows = []
-        _doc_rows(name, spec, rows)
-        out.extend(rows)
+        out.extend(_spec.table_header(COLUMNS))
+        out.extend(_spec.table_rows(COLUMNS, [(name, spec)]))
         out.append('')
     out.append('## Built-in Xid classification')
     out.append('')

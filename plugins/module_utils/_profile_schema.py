@@ -4,8 +4,9 @@
 """Hardware profiles: the schema, as data (``SCHEMA``), and the built-in values it names (the Xid classification, the
 link flaps ignored, the IB counters' growth bounds).
 
-Plain data and nothing that reads it: ``_profile`` validates a profile against it (and re-exports every name of this
-module, so ``_profile.SCHEMA`` is this ``SCHEMA``), ``_profile_docs`` renders it as docs/profiles.md. The profile keys a
+Plain data in the spec language of ``_spec``, and nothing that reads it: ``_profile`` validates a profile against it
+(``_spec.validate``, and re-exports every name of this module, so ``_profile.SCHEMA`` is this ``SCHEMA``),
+``_profile_docs`` puts its tables (``_spec.table_rows``) into docs/profiles.md. The profile keys a
 check area declares (``_catalogue.PROFILE_KEYS``) are taken in here, under their section, when this module loads.
 """
 
@@ -16,12 +17,14 @@ __metaclass__ = type
 from ansible_collections.xuanwu.cluster.plugins.module_utils._catalogue import PROFILE_KEYS
 from ansible_collections.xuanwu.cluster.plugins.module_utils._findings import SEVERITIES
 from ansible_collections.xuanwu.cluster.plugins.module_utils._hygiene import DEFAULT_LEFTOVER_PATTERNS
+from ansible_collections.xuanwu.cluster.plugins.module_utils._spec import LINK_PATTERN  # noqa: F401 pylint: disable=unused-import
 
 
 SCHEMA_VERSION = 1
 
 
-LINK_PATTERN = r'^(NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS)$'
+# A profile file's top-level key that names what it extends (_profile: extends_refs); never a key of the schema.
+EXTENDS = 'extends'
 
 CLOCK_EVENT_REASONS = (
     'gpu_idle', 'applications_clocks_setting', 'sw_power_cap', 'hw_slowdown', 'hw_thermal_slowdown',
@@ -66,13 +69,8 @@ DEFAULT_XID_WARN = [
 
 
 # ---------------------------------------------------------------------------------------------
-# Schema. A spec is a dict:
-#   type: dict (fixed ``keys``) | map (free keys: ``key`` spec, ``values`` spec) | list (``elements``)
-#         | str | int | float | bool | version | port | link
-#   required: bool, default: value (deep-copied, then validated), description: text,
-#   choices: [...], min / max (numbers), pattern (str), min_items (list),
-#   check: name of an extra validation in _profile._EXTRA_CHECKS.
-# A ``None`` value for a key counts as absent (an override can reset a key to its default).
+# Schema, in the spec language of ``_spec`` (types, required, default, choices, min / max, pattern, min_items; ``check``:
+# the name of a further check of ``_profile``). A null key counts as absent (an override can reset a key to its default).
 
 def _link(description, **kw):
     spec = {'type': 'link', 'description': description}
@@ -127,6 +125,8 @@ _COLLECTIVE_CURVES = {
 SCHEMA = {
     'type': 'dict',
     'description': 'A hardware profile: what one node type must look like.',
+    'refused': {EXTENDS: 'only a profile file can extend others (xuanwu_profile and xuanwu_profile_dirs name the files): an '
+                         'override, or a profile given as data, cannot'},
     'keys': {
         'schema_version': {'type': 'int', 'required': True, 'choices': [SCHEMA_VERSION],
                            'description': 'Profile format version; this collection reads 1.'},
@@ -612,12 +612,11 @@ SCHEMA = {
         },
         'checks': {
             'type': 'dict', 'default': {}, 'description': 'Site overrides of the checks (docs/checks.md).',
-            'check': 'check_ids',
             'keys': {
-                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str'},
+                'disable': {'type': 'list', 'default': [], 'elements': {'type': 'str', 'check': 'check_id'},
                             'description': 'Check ids or globs ("ib.*", "collectives.*") whose findings are dropped.'},
                 'severity': {'type': 'map', 'default': {}, 'description': 'Check id or glob -> fail | warn | info.',
-                             'key': {'type': 'str', 'description': 'check id or glob'},
+                             'key': {'type': 'str', 'description': 'check id or glob', 'check': 'check_id'},
                              'values': {'type': 'str', 'choices': list(SEVERITIES)}},
             },
         },

@@ -103,7 +103,7 @@ def check_host(variables, address, known, profiles):
     try:
         profile, path = profiles.resolve(ref, overrides, converted['xuanwu_profile_dirs'] or [])
     except ProfileError as err:
-        problems.append(str(err))
+        problems.extend(str(err).splitlines())      # each mistake of the profile or its overrides, a line of its own
         return problems, None, None
     if problems:
         return problems, None, None

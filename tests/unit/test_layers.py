@@ -45,8 +45,8 @@ PROBE_TABLE = {'module_utils._collect', 'module_utils._bundle', 'module_utils._c
 CHECK_AREAS = set(n for n in GRAPH if n.startswith('module_utils._checks')) | {
     'module_utils._hygiene', 'module_utils._links', 'module_utils._collectives', 'module_utils._workloads',
     'module_utils._container', 'module_utils._dmon_checks'}
-# The profile's row: the schema as data, the validator (merge, extends) and the renderers of docs/profiles.md, in this
-# order; each file may import the ones before it, never one after it.
+# The profile's row: the schema as data, the validator (merge, extends) and the page of docs/profiles.md, in this
+# order; each file may import the ones before it, never one after it (and the spec language, _spec).
 PROFILE = ('module_utils._profile_schema', 'module_utils._profile', 'module_utils._profile_docs')
 
 
@@ -78,6 +78,15 @@ def test_the_findings_import_nothing_of_the_collection():
     assert GRAPH['module_utils._findings'] == set()
 
 
+def test_the_spec_language_imports_nothing_of_the_collection():
+    """_spec: the type language, validator and table renderer of the profile schema and of the facts schema."""
+    assert GRAPH['module_utils._spec'] == set()
+
+
+def test_the_facts_schema_imports_the_probe_table_and_the_spec_language_only():
+    assert GRAPH['module_utils._facts'] <= {'module_utils._collect', 'module_utils._spec'}
+
+
 @pytest.mark.parametrize('name', sorted(CHECK_AREAS & set(GRAPH)))
 def test_a_check_area_never_imports_the_profile_or_the_judge(name):
     bad = sorted(d for d in GRAPH[name] if d in PROFILE + ('module_utils._judge',))
@@ -85,9 +94,11 @@ def test_a_check_area_never_imports_the_profile_or_the_judge(name):
 
 
 @pytest.mark.parametrize('name', PROFILE)
-def test_the_profile_imports_the_catalogue_findings_errors_and_hygiene_only(name):
-    """And the profile's files before it: the validator the schema, the renderers the schema and the validator."""
-    allowed = {'module_utils._catalogue', 'module_utils._findings', 'module_utils._errors', 'module_utils._hygiene'} | PARSERS
+def test_the_profile_imports_the_catalogue_findings_errors_hygiene_and_the_spec_language_only(name):
+    """And the profile's files before it: the validator the schema, the page of docs/profiles.md the schema and the
+    validator."""
+    allowed = {'module_utils._catalogue', 'module_utils._findings', 'module_utils._errors', 'module_utils._hygiene',
+               'module_utils._spec'} | PARSERS
     allowed |= set(PROFILE[:PROFILE.index(name)])
     assert GRAPH[name] <= allowed, sorted(GRAPH[name] - allowed)
 

@@ -148,6 +148,15 @@ def test_preflight_names_each_problem(variables, message):
     assert any(message in p for p in problems), problems
 
 
+def test_preflight_names_each_mistake_of_the_overrides_as_a_problem_of_its_own():
+    variables = {'xuanwu_profile': 'h200x4-nvlink', 'xuanwu_profile_overrides': {'gpu': {'cuont': 4, 'ecc_required': 'no'}}}
+    problems, profile, _path = _preflight.check_host(variables, ('inventory_hostname', 'n1'), KNOWN, _preflight.ProfileCache())
+    assert profile is None
+    assert problems == ["xuanwu_profile_overrides: gpu.cuont: unknown key 'cuont'; did you mean 'count'?",
+                        "xuanwu_profile_overrides: gpu.ecc_required: expected a boolean (true/false), got str ('no')"]
+    assert _preflight.message({'n1': problems}).splitlines()[1:] == ['- ' + problem for problem in problems]
+
+
 def test_preflight_message_names_every_host():
     text = _preflight.message({'b': ['two'], 'a': ['one']})
     assert text.index('host a:') < text.index('host b:') and 'nothing was changed' in text
