@@ -78,8 +78,8 @@ def test_the_report_files_are_written_side_by_side_each_private(tmp_path):
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o640 for p in tmp_path.iterdir())
     # rendered in a child process: the controller's worker waits for them, nothing is left running
     assert (tmp_path / 'pid.txt').read_text() != str(parent)
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)
+    with pytest.raises(ChildProcessError):      # reaped: no zombie left
+        os.waitpid(int((tmp_path / 'pid.txt').read_text()), os.WNOHANG)
 
 
 @pytest.mark.parametrize('side_by_side', [True, False])
