@@ -6,6 +6,7 @@ the payload's size (docs/architecture.md, "What a node module carries").
 
     python3 scripts/payload.py              # one row per module: its collection module_utils, their bytes, the zip
     python3 scripts/payload.py --markdown   # the same as a Markdown table
+    python3 scripts/payload.py --json       # {module: {"module_utils": {name: bytes}, "zip": bytes}}
 
 Run it with the controller's Python (the one that has ansible-core). The bytes are those of the collection's
 module_utils files as they travel (source), and of the whole payload zip (Ansible's default compression,
@@ -16,6 +17,7 @@ from __future__ import print_function
 import argparse
 import datetime
 import io
+import json
 import os
 import shutil
 import sys
@@ -98,6 +100,7 @@ def markdown(rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--markdown', action='store_true', help='a Markdown table')
+    parser.add_argument('--json', action='store_true', help='JSON: {module: {"module_utils": {name: bytes}, "zip": bytes}}')
     parser.add_argument('module', nargs='*', help='these modules only (default: every module)')
     args = parser.parse_args(argv)
     try:
@@ -106,7 +109,9 @@ def main(argv=None):
         for base in _LOADED:
             if base:
                 shutil.rmtree(base, ignore_errors=True)
-    if args.markdown:
+    if args.json:
+        print(json.dumps(dict((name, {'module_utils': utils, 'zip': size}) for name, utils, size in rows), indent=1, sort_keys=True))
+    elif args.markdown:
         print(markdown(rows))
     else:
         for name, utils, size in rows:
