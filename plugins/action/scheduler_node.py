@@ -9,24 +9,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-from ansible.utils.vars import merge_hash
-
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils._judged_module import JudgedModule
 
 
-class ActionModule(ActionBase):
+class ActionModule(JudgedModule):
 
-    def run(self, tmp=None, task_vars=None):
-        self._supports_check_mode = True
-        self._supports_async = True
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        wrap_async = self._task.async_val and not self._connection.has_native_async
-        result = merge_hash(result, self._execute_module(task_vars=task_vars, wrap_async=wrap_async))
-        if not wrap_async:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
+    def judge(self, result):
         # the module's answer to health: what it read; the findings are judged here
-        if result.get('action') == 'health' and isinstance(result.get('health'), dict) and not result.get('failed'):
+        if result.get('action') == 'health' and isinstance(result.get('health'), dict):
             result.update(_scheduler.health_result(result))
         return result

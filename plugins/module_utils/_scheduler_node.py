@@ -466,6 +466,8 @@ def run_action(params, run, sleep, clock, check_mode=False, local=None):
 
 # The node's daemon of each backend: its systemd unit and its process name.
 DAEMON_UNITS = {'slurm': 'slurmd', 'kubernetes': 'kubelet'}
+
+
 def daemon_unit(params):
     """The node daemon's unit: ``daemon_unit``, else the backend's (slurmd, kubelet)."""
     return params.get('daemon_unit') or DAEMON_UNITS[params['backend']]

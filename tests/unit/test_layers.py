@@ -46,9 +46,10 @@ CHECK_AREAS = set(n for n in GRAPH if n.startswith('module_utils._checks')) | {
     'module_utils._hygiene', 'module_utils._links', 'module_utils._collectives', 'module_utils._workloads',
     'module_utils._container', 'module_utils._dmon_checks'}
 # The nodes' I/O of the modules that run there (their payloads: tests/unit/test_node_payload.py): the samplers, the
-# container smoke's command line, the scheduler commands; the catalogue and the judge of each stay on the controller.
+# container smoke's command line, the scheduler commands, the mesh's probe of its peers; the catalogue and the judge of
+# each stay on the controller.
 NODE_IO = {'module_utils._host_sampler', 'module_utils._dmon_sampler', 'module_utils._container_run',
-           'module_utils._scheduler_node'}
+           'module_utils._scheduler_node', 'module_utils._mesh_node', 'module_utils._mesh_probe'}
 # The profile's row: the schema as data, the validator (merge, extends) and the renderers of docs/profiles.md, in this
 # order; each file may import the ones before it, never one after it.
 PROFILE = ('module_utils._profile_schema', 'module_utils._profile', 'module_utils._profile_docs')

@@ -24,14 +24,11 @@ NODE_MODULES = {
     'work_dir': {'_workdir'},
     'workload_run': {'_bundle', '_dmon_sampler', '_errors', '_host_sampler', '_parse_clock_events', '_parse_host_samples',
                      '_redact', '_text'},
-    # still judges its peers on the node (_mesh: the mesh checks, _findings): not split yet
-    'mesh_check': {'_errors', '_findings', '_mesh', '_mesh_probe', '_parse_net', '_parse_ssh', '_text'},
+    'mesh_check': {'_errors', '_mesh_node', '_mesh_probe', '_parse_net', '_parse_ssh', '_text'},
 }
 # Modules whose action plugin does the work on the controller: the module file is their documentation.
 CONTROLLER_MODULES = {'host_compare', 'inventory_check', 'mesh_compare', 'node_check', 'node_profile', 'node_validate',
                       'run_record', 'ssh_trust_keys', 'validation_report', 'workload_check'}
-# Where the nodes' payloads may carry a catalogue still (the reason is NODE_MODULES' comment).
-JUDGING_ON_THE_NODE = {'mesh_check'}
 
 
 def _defines_a_catalogue(path):
@@ -57,7 +54,8 @@ def payloads():
 
 def test_the_catalogue_modules_are_found():
     assert {'_checks_gpu', '_container', '_scheduler', '_host_samples', '_dmon_checks', '_workloads', '_mesh'} <= CATALOGUE_MODULES
-    assert not {'_container_run', '_scheduler_node', '_host_sampler', '_dmon_sampler', '_collect'} & CATALOGUE_MODULES
+    assert not {'_container_run', '_scheduler_node', '_host_sampler', '_dmon_sampler', '_mesh_node', '_mesh_probe',
+                '_collect'} & CATALOGUE_MODULES
 
 
 def test_every_module_is_either_a_node_module_or_the_controllers(payloads):
@@ -71,7 +69,7 @@ def test_a_node_module_carries_what_it_uses(payloads, module):
     assert set(payloads[module]['module_utils']) == NODE_MODULES[module]
 
 
-@pytest.mark.parametrize('module', sorted(set(NODE_MODULES) - JUDGING_ON_THE_NODE))
+@pytest.mark.parametrize('module', sorted(NODE_MODULES))
 def test_no_node_payload_carries_a_catalogue(payloads, module):
     carried = sorted(set(payloads[module]['module_utils']) & CATALOGUE_MODULES)
     assert not carried, '%s carries %s to the node: keep its checks and judge on the controller' % (module, ', '.join(carried))
