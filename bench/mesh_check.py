@@ -4,8 +4,8 @@
 
 Starts sshd on 127.0.0.1 (a free port, its own host and client keys in a temporary folder, as the
 integration tests do), then runs the module as Ansible runs it (a child process reading its arguments
-from a file) with PEERS peers that all point at that sshd, and prints the wall time, the findings and
-how many peers logged in. Needs paramiko importable by the Python that runs it and `make setup`'s
+from a file) with PEERS peers that all point at that sshd, and prints the wall time, the findings (its records judged
+as its action plugin judges them, ``_mesh.judged``) and how many peers logged in. Needs paramiko importable by the Python that runs it and `make setup`'s
 .collections link. Usage: .venv/bin/python bench/mesh_check.py [--peers 64] [--workers 1 16]
 """
 import argparse
@@ -19,7 +19,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
+sys.path.insert(0, os.path.join(ROOT, 'src'))
 from sshd_server import Sshd, keygen  # noqa: E402  pylint: disable=wrong-import-position
+from xuanwu.collection import import_module  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def main():
@@ -48,7 +50,7 @@ def main():
             proc = subprocess.run([sys.executable, os.path.join(ROOT, 'plugins', 'modules', 'mesh_check.py'), path],
                                   stdout=subprocess.PIPE, env=env, check=False)
             wall = time.perf_counter() - start
-            result = json.loads(proc.stdout.decode('utf-8'))
+            result = import_module('plugins.module_utils._mesh').judged(json.loads(proc.stdout.decode('utf-8')))
             print('workers=%d peers=%d wall=%.2fs findings=%d ssh_ok=%d load=%s' % (
                 workers, args.peers, wall, len(result.get('findings', [])),
                 sum(1 for p in result.get('peers', []) if p['ssh_ok']), ' '.join('%.1f' % x for x in os.getloadavg())))

@@ -4,9 +4,10 @@
 """The container smoke: ``<engine> run --rm <GPU flags> <image> nvidia-smi -L`` on a node, judged against the
 GPUs the probe found on the host (docs/container-smoke.md).
 
-Pure functions: the command line of the smoke, the parser of ``nvidia-smi -L``, the causes of a failed run
-read from the engine's error text, and the findings (``CHECKS``). No I/O, no Ansible imports; the module
-``container_smoke`` runs the command, ``workload_check`` (kind ``container_smoke``) judges the result.
+Pure functions: the causes of a failed run read from the engine's error text and the findings (``CHECKS``); the
+command line of the smoke is ``_container_run``'s (the node's half) and ``nvidia-smi -L`` is read by
+``_parse_nvidia.parse_gpu_list``, both re-exported here. No I/O, no Ansible imports; the module ``container_smoke``
+runs the command, ``workload_check`` (kind ``container_smoke``) judges the result.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,15 +17,13 @@ __metaclass__ = type
 import re
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings
+# The node's half (what module container_smoke carries); every name stays importable from this module.
+from ansible_collections.xuanwu.cluster.plugins.module_utils._container_run import (  # noqa: F401 pylint: disable=unused-import
+    DEFAULT_CDI_DEVICES, DEFAULT_COMMAND, ENGINES, GPU_MODES, PULL_POLICIES, REPLAY_KEY, expected_from_facts, gpu_flags,
+    not_run_reason, run_argv,
+)
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError, excerpt
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import parse_gpu_list  # noqa: F401 pylint: disable=unused-import
-
-ENGINES = ('podman', 'docker')
-GPU_MODES = ('auto', 'cdi', 'gpus', 'runtime')
-PULL_POLICIES = ('always', 'missing', 'never')
-DEFAULT_CDI_DEVICES = ('nvidia.com/gpu=all',)
-DEFAULT_COMMAND = ('nvidia-smi', '-L')
-REPLAY_KEY = 'container_smoke'
 
 _e = _findings.entry
 _TOOLKIT = ('install the NVIDIA Container Toolkit (nvidia-container-toolkit) and, for CDI, write the spec: '
@@ -116,49 +115,6 @@ CAUSES = (
 )
 
 
-def gpu_flags(engine, mode, cdi_devices=DEFAULT_CDI_DEVICES):
-    """The engine flags that hand the container the node's GPUs.
-
-    ``auto`` is CDI for podman (``--device nvidia.com/gpu=all``) and ``--gpus all`` for docker; ``runtime`` is
-    the legacy NVIDIA runtime (``--runtime nvidia`` with ``NVIDIA_VISIBLE_DEVICES=all``)."""
-    if mode not in GPU_MODES:
-        raise ValueError('gpu mode must be one of %s, got %r' % (', '.join(GPU_MODES), mode))
-    if mode == 'auto':
-        mode = 'cdi' if engine == 'podman' else 'gpus'
-    if mode == 'cdi':
-        flags = []
-        for device in cdi_devices or DEFAULT_CDI_DEVICES:
-            flags += ['--device', device]
-        return flags
-    if mode == 'gpus':
-        return ['--gpus', 'all']
-    return ['--runtime', 'nvidia', '-e', 'NVIDIA_VISIBLE_DEVICES=all']
-
-
-def run_argv(engine_path, engine, image, mode='auto', cdi_devices=DEFAULT_CDI_DEVICES, run_args=(), command=DEFAULT_COMMAND,
-             pull=None, name=None):
-    """``<engine> run --rm [--name N] [--pull P] <GPU flags> <run_args> <image> <command>``."""
-    argv = [engine_path or engine, 'run', '--rm']
-    if name:
-        argv += ['--name', name]
-    if pull:
-        argv += ['--pull', pull]
-    return argv + gpu_flags(engine, mode, cdi_devices) + list(run_args or []) + [image] + list(command or DEFAULT_COMMAND)
-
-
-# nvidia-smi -L: "GPU 0: NVIDIA H200 (UUID: GPU-...)", under it one line per MIG device:
-# "  MIG 1g.10gb     Device  0: (UUID: MIG-...)" (before driver R470: "MIG-GPU-<uuid>/<gi>/<ci>")
-def expected_from_facts(gpu):
-    """What the container must see, from the probe's ``gpu`` facts: ``{vendor, count, uuids}`` (docs/facts.md)."""
-    if not isinstance(gpu, dict):
-        return {'vendor': None, 'count': None, 'uuids': []}
-    devices = gpu.get('devices') if isinstance(gpu.get('devices'), list) else []
-    uuids = [d['uuid'] for d in devices if isinstance(d, dict) and isinstance(d.get('uuid'), str) and d['uuid'].startswith('GPU-')]
-    count = gpu.get('count')
-    return {'vendor': gpu.get('vendor') or 'nvidia', 'count': count if isinstance(count, int) and not isinstance(count, bool) else None,
-            'uuids': uuids}
-
-
 def _expected(expected):
     """``expected`` with its count an int (a templated value may arrive as text), or None."""
     expected = dict(expected or {})
@@ -167,19 +123,6 @@ def _expected(expected):
     except (TypeError, ValueError):
         expected['count'] = None
     return expected
-
-
-def not_run_reason(expected):
-    """Why the smoke cannot be judged on a host with these expectations (None: it can)."""
-    expected = expected or {}
-    if expected.get('vendor') == 'amd':
-        return ("the host's GPUs are AMD: the smoke runs nvidia-smi -L through the NVIDIA container runtime and has "
-                "no AMD variant yet")
-    if expected.get('count') is None:
-        return "the probe did not count the host's GPUs (no gpu facts), so there is nothing to compare the container with"
-    if expected['count'] == 0:
-        return "the probe found no NVIDIA GPU on the host (nvidia-smi missing or no device), so there is nothing to compare"
-    return None
 
 
 def cause(text):

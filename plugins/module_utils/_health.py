@@ -53,7 +53,7 @@ EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_UNKNOWN, EXIT_CONFIG = 0, 1, 2, 3
 STATUS_EXIT = {'pass': EXIT_HEALTHY, 'warn': EXIT_HEALTHY, 'fail': EXIT_UNHEALTHY, 'unknown': EXIT_UNKNOWN}
 STATUS_CODES = {'pass': 0, 'warn': 1, 'fail': 2, 'unknown': 3}
 DEFAULT_CONFIG = '/etc/xuanwu/health.json'
-REASON_PREFIX = 'xuanwu-health'     # _scheduler.HEALTH_REASON_PREFIX
+REASON_PREFIX = 'xuanwu-health'     # _scheduler_node.HEALTH_REASON_PREFIX
 SLURM_REASON_MAX_BYTES = 255
 OUTPUT_MAX_BYTES = 32 << 20          # one probe's output kept by the collector
 CONFIG_MAX_BYTES = 16 << 20
@@ -625,9 +625,9 @@ def cut_bytes(text, limit):
 
 
 def is_ours(reason):
-    """A drain of the health check (_scheduler.is_health_reason: the rollout reads reasons the same way)."""
-    from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler
-    return _scheduler.is_health_reason(reason)
+    """A drain of the health check (_scheduler_node.is_health_reason: the rollout reads reasons the same way)."""
+    from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler_node
+    return _scheduler_node.is_health_reason(reason)
 
 
 # ------------------------------------------------------------------------------------------------ Slurm
@@ -660,12 +660,12 @@ class Slurm(object):
 
     def read(self):
         """``(node, error)``: parse_scontrol_node's record."""
-        from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler
+        from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler_node
         out, error = self._call('scontrol', ['--oneliner', 'show', 'node', self.s['node']])
         if error:
             return None, error
         try:
-            return _scheduler.parse_scontrol_node(out, self.s['node']), None
+            return _scheduler_node.parse_scontrol_node(out, self.s['node']), None
         except Exception as err:  # pylint: disable=broad-except
             return None, 'scontrol show node: %s' % err
 
@@ -697,16 +697,16 @@ def slurm_busy(node):
 def decide(mode, verdict, node, state, sched):
     """``(action, why)``: what to do with the node in Slurm. ``action``: drain, relabel, resume or none.
     Passes and unknowns in a row are in ``state`` (this run already counted)."""
-    from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler
+    from ansible_collections.xuanwu.cluster.plugins.module_utils import _scheduler_node
     condition = node['condition']
     reason = node.get('reason') or ''
-    ours = condition in (_scheduler.DRAINED, _scheduler.DRAINING) and is_ours(reason)
+    ours = condition in (_scheduler_node.DRAINED, _scheduler_node.DRAINING) and is_ours(reason)
     status = verdict['status']
-    if condition == _scheduler.DOWN:
+    if condition == _scheduler_node.DOWN:
         return 'none', 'the node is %s (%s); left to Slurm' % (condition, node.get('state'))
     if status == 'fail' or (status == 'unknown' and mode in ('check', 'npd') and sched['unknown_drain_after']
                             and state.get('unknowns_in_row', 0) >= sched['unknown_drain_after']):
-        if condition == _scheduler.AVAILABLE:
+        if condition == _scheduler_node.AVAILABLE:
             return 'drain', 'drained: %s' % ('it failed' if status == 'fail' else 'unknown %d checks in a row' % state['unknowns_in_row'])
         if ours:
             return 'relabel', 'drained by the health check already; the reason is brought up to date'
@@ -717,7 +717,7 @@ def decide(mode, verdict, node, state, sched):
             return 'resume', 'resumed: passed %d checks in a row' % state['passes_in_row']
         return 'none', 'drained by the health check; passed %d of %d checks in a row needed to resume' % (
             state.get('passes_in_row', 0), needed)
-    if condition != _scheduler.AVAILABLE and not ours:
+    if condition != _scheduler_node.AVAILABLE and not ours:
         return 'none', '%s by someone else (reason "%s"); never resumed by the health check' % (condition, reason)
     return 'none', ''
 

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What ``xuanwu.cluster.mesh_check`` does on a node: resolve, route, connect and log in to each peer.
 
-Network I/O only; the meaning of the records is in ``_mesh`` (pure). paramiko is passed in (the module
+Network I/O only; the known_hosts matching is ``_mesh_node``'s, the meaning of the records ``_mesh``'s (pure, judged
+on the controller). paramiko is passed in (the module
 imports it and reports when it is missing). Host keys are checked against the known_hosts entries given,
 never added: a peer whose key is unknown or changed is not sent an authentication. No Ansible imports.
 """
@@ -14,7 +15,7 @@ __metaclass__ = type
 
 import socket
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _mesh
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _mesh_node
 
 
 def _error(exc):
@@ -68,7 +69,7 @@ def _prefer_known_types(transport, known):
     if not known:
         return
     options = transport.get_security_options()
-    wanted = [name for name in options.key_types if _mesh.base_keytype(name) in known]
+    wanted = [name for name in options.key_types if _mesh_node.base_keytype(name) in known]
     if wanted:
         options.key_types = wanted
 
@@ -88,7 +89,7 @@ def ssh_check(paramiko, ip, peer, settings, names):
         transport.banner_timeout = timeout
         transport.auth_timeout = timeout
         transport.handshake_timeout = timeout
-        known = _mesh.known_keytypes(entries, names)
+        known = _mesh_node.known_keytypes(entries, names)
         _prefer_known_types(transport, known)
         try:
             transport.start_client(timeout=timeout)
@@ -96,12 +97,12 @@ def ssh_check(paramiko, ip, peer, settings, names):
             out['error'] = _error(exc)
             if known and 'host key' in str(exc).lower():
                 # the peer has none of the key types known for it: not the key known_hosts holds
-                out['host_key'] = _mesh.judge_host_key(entries, names, None, None)
+                out['host_key'] = _mesh_node.judge_host_key(entries, names, None, None)
             return out
         key = transport.get_remote_server_key()
         out['keytype'], blob = key.get_name(), key.get_base64()
-        out['fingerprint'] = _mesh.fingerprint(blob)
-        out['host_key'] = _mesh.judge_host_key(entries, names, out['keytype'], blob)
+        out['fingerprint'] = _mesh_node.fingerprint(blob)
+        out['host_key'] = _mesh_node.judge_host_key(entries, names, out['keytype'], blob)
         if out['host_key'] != 'ok' or settings['client_key'] is None:
             return out
         try:
@@ -132,5 +133,5 @@ def probe_peer(peer, settings, paramiko=None, route=None):
         record['tcp'][port] = tcp_connect(record['resolved'], port, settings['timeout'])
     if (settings['ssh'] and paramiko is not None and record['tcp'].get(peer['port']) is None
             and settings['known_entries'] is not None and settings['client_key'] is not None):
-        record['ssh'] = ssh_check(paramiko, record['resolved'], peer, settings, _mesh.lookup_names(peer, record['resolved']))
+        record['ssh'] = ssh_check(paramiko, record['resolved'], peer, settings, _mesh_node.lookup_names(peer, record['resolved']))
     return record

@@ -31,7 +31,7 @@ DMON_UNJUDGED = {
 
 _e = _findings.entry
 # The checks of this module's evaluators (the catalogue of every check: plugins/module_utils/_catalogue.py).
-CHECKS = {
+RUN_CHECKS = {
     'collectives.run_failed': _e(
         'Collective benchmark did not run to the end', 'fail',
         _collectives.REMEDIATION_INCOMPLETE),
@@ -151,7 +151,9 @@ CHECKS = {
         'dmon.* findings, nvidia-smi -q -d PERFORMANCE), for a slow link in the soak\'s all-reduce (the collectives '
         'findings), then rerun the soak alone on the node.'),
 }
-CHECKS.update(_host_samples.CHECKS)
+# and the host CPU sampled beside each workload (_host_samples.judge_run), listed with them: joined, so that a check id
+# defined in both is refused as everywhere (_findings.join)
+CHECKS = _findings.join(RUN_CHECKS, _host_samples.CHECKS)
 
 
 def _finding(host, check, component, measured, expected, message, severity=None, context=None):

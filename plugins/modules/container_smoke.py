@@ -177,13 +177,14 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import shlex_quote
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _container
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _container_run
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_nvidia import parse_gpu_list
 
 
 def _gpus(text):
     try:
-        return _container.parse_gpu_list(text)['gpus']
+        return parse_gpu_list(text)['gpus']
     except ParseError:
         return None
 
@@ -202,7 +203,7 @@ def _replay(module, base):
         status = recorded.pop('status', None)
         base.update(recorded)
         first = os.path.basename(recorded['command'].split()[0]) if recorded['command'].split() else ''
-        base.update(engine=first if first in _container.ENGINES else None, gpus=_gpus(recorded['stdout']))
+        base.update(engine=first if first in _container_run.ENGINES else None, gpus=_gpus(recorded['stdout']))
         if status == 'missing':
             # the capture found no engine (docs/capture-format.md: status missing, the tool is not installed)
             base.update(engine=None, engine_missing=True, engine_wanted=first or 'podman or docker')
@@ -213,16 +214,16 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             image=dict(type='str'),
-            engine=dict(type='str', default='auto', choices=['auto'] + list(_container.ENGINES)),
-            gpu_mode=dict(type='str', default='auto', choices=list(_container.GPU_MODES)),
-            cdi_devices=dict(type='list', elements='str', default=list(_container.DEFAULT_CDI_DEVICES)),
+            engine=dict(type='str', default='auto', choices=['auto'] + list(_container_run.ENGINES)),
+            gpu_mode=dict(type='str', default='auto', choices=list(_container_run.GPU_MODES)),
+            cdi_devices=dict(type='list', elements='str', default=list(_container_run.DEFAULT_CDI_DEVICES)),
             run_args=dict(type='list', elements='str', default=[]),
-            command=dict(type='list', elements='str', default=list(_container.DEFAULT_COMMAND)),
-            pull=dict(type='str', choices=list(_container.PULL_POLICIES)),
+            command=dict(type='list', elements='str', default=list(_container_run.DEFAULT_COMMAND)),
+            pull=dict(type='str', choices=list(_container_run.PULL_POLICIES)),
             timeout=dict(type='int', default=120),
             host_gpus=dict(type='dict'),
             replay_dir=dict(type='path'),
-            replay_key=dict(type='str', default=_container.REPLAY_KEY, no_log=False),
+            replay_key=dict(type='str', default=_container_run.REPLAY_KEY, no_log=False),
         ),
         required_one_of=[('image', 'replay_dir')],
         supports_check_mode=True,
@@ -232,16 +233,16 @@ def main():
         module.fail_json(msg='timeout must be a positive number of seconds, got %d' % p['timeout'])
     if not p['command'] or not p['cdi_devices']:
         module.fail_json(msg='command and cdi_devices must not be empty')
-    expected = _container.expected_from_facts(p['host_gpus'])
+    expected = _container_run.expected_from_facts(p['host_gpus'])
     base = dict(changed=False, engine=None, image=p['image'], command='', exit_code=None, stdout='', stderr='', output_tail='',
                 seconds=0.0, timed_out=False, timeout_s=p['timeout'], expected=expected, gpus=None)
-    reason = _container.not_run_reason(expected)
+    reason = _container_run.not_run_reason(expected)
     if reason:
         module.exit_json(not_measured=reason, **base)
     if p['replay_dir']:
         _replay(module, base)
 
-    wanted = list(_container.ENGINES) if p['engine'] == 'auto' else [p['engine']]
+    wanted = list(_container_run.ENGINES) if p['engine'] == 'auto' else [p['engine']]
     found = [(name, module.get_bin_path(name, required=False)) for name in wanted]
     found = [(name, path) for name, path in found if path]
     if not found:
@@ -256,7 +257,7 @@ def main():
                              **base)
         pull = 'never'
     name = 'xuanwu-smoke-%s' % os.urandom(6).hex()
-    argv = _container.run_argv(path, engine, p['image'], p['gpu_mode'], p['cdi_devices'], p['run_args'], p['command'], pull, name)
+    argv = _container_run.run_argv(path, engine, p['image'], p['gpu_mode'], p['cdi_devices'], p['run_args'], p['command'], pull, name)
     base['command'] = ' '.join(shlex_quote(a) for a in [engine] + argv[1:])
     timeout_bin = module.get_bin_path('timeout', required=True)
     start = time.time()

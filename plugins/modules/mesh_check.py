@@ -25,7 +25,8 @@ description:
     a different one C(mesh.host_key_changed). A host key is never added to O(known_hosts) and never accepted
     unverified; no authentication is sent to a peer whose key did not verify. A missing or empty O(known_hosts) is
     C(mesh.known_hosts). Public-key login as O(user) with O(key_file) is C(mesh.ssh_auth).
-  - Every finding names both ends (C(node1 → node3)) in the collection's finding shape (C(docs/checks.md)).
+  - Every finding names both ends (C(node1 → node3)) in the collection's finding shape (C(docs/checks.md)). The module
+    reads on the node; its action plugin judges what it read on the controller, so the node carries no check.
   - Peers are checked in parallel by at most O(workers) threads; while the network is the limit the time is about
     (number of peers / O(workers)) × the time of one peer, at most O(timeout) seconds per connection.
 extends_documentation_fragment:
@@ -141,7 +142,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _findings, _mesh, _mesh_probe
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _mesh_node, _mesh_probe
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ParseError
 from ansible_collections.xuanwu.cluster.plugins.module_utils._parse_net import parse_mtu, parse_route_get
 
@@ -168,7 +169,7 @@ def _known_hosts(path):
     text, error = _read(path)
     if error:
         return None, 'unreadable: %s' % error
-    entries = _mesh.parse_known_hosts(text)['entries']
+    entries = _mesh_node.parse_known_hosts(text)['entries']
     return (entries, 'ok') if entries else (None, 'empty')
 
 
@@ -223,8 +224,8 @@ def main():
     if not params['peers']:
         module.fail_json(msg='peers is empty: there is nothing to check (give at least one peer)')
     try:
-        peers = _mesh.normalise_peers(params['peers'])
-        tcp_ports = _mesh.ports(params['tcp_ports'])
+        peers = _mesh_node.normalise_peers(params['peers'])
+        tcp_ports = _mesh_node.ports(params['tcp_ports'])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     if not 0 < params['timeout'] <= 600:
@@ -239,23 +240,17 @@ def main():
     if params['ssh']:
         settings['known_entries'], settings['known_hosts_state'] = _known_hosts(params['known_hosts'])
         settings['client_key'], settings['key_error'] = _mesh_probe.load_client_key(paramiko, params['key_file'])
-    with ThreadPoolExecutor(max_workers=_mesh.workers(params['workers'], len(peers))) as pool:
+    with ThreadPoolExecutor(max_workers=_mesh_node.workers(params['workers'], len(peers))) as pool:
         records = list(pool.map(lambda peer: _mesh_probe.probe_peer(peer, settings, paramiko), peers))
     if interface:
         route = _router(module)
         for record in records:
             if record['resolved']:
                 record['route'], record['route_error'] = route(record['resolved'])
-    findings = _mesh.node_findings(node, settings)
-    for record in records:
-        findings.extend(_mesh.peer_findings(node, record, settings))
-    findings.sort(key=_findings.sort_key)
-    result = dict(changed=False, host=node, interface=interface, mtu=mtu,
-                  peers=[_mesh.peer_summary(record) for record in records], findings=findings)
-    if findings and params['fail_on_findings']:
-        module.fail_json(msg='%d mesh finding(s) on %s: %s' % (len(findings), node, '; '.join(
-            '%s %s: %s' % (f['check'], f['component'], f['message']) for f in findings[:20])), **result)
-    module.exit_json(**result)
+    # what was read, judged by the action plugin on the controller (_mesh.judged): the node carries no check
+    module.exit_json(changed=False, host=node, interface=interface, mtu=mtu, records=records,
+                     settings=dict((key, settings[key]) for key in _mesh_node.JUDGED_SETTINGS),
+                     fail_on_findings=params['fail_on_findings'])
 
 
 if __name__ == '__main__':

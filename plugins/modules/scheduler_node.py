@@ -276,7 +276,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.xuanwu.cluster.plugins.module_utils._scheduler import SchedulerError, run_action
+from ansible_collections.xuanwu.cluster.plugins.module_utils._scheduler_node import SchedulerError, run_action
 
 
 def binaries(backend, action):

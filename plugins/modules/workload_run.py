@@ -197,7 +197,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import shlex_quote
-from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _dmon_sampler, _host_samples
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _bundle, _dmon_sampler, _host_sampler
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _redact
 
@@ -285,7 +285,7 @@ def main():
                 clock_events=dict(type='bool', default=True),
             )),
             host_cpu=dict(type='dict', options=dict(
-                interval=dict(type='int', default=_host_samples.DEFAULT_INTERVAL_S),
+                interval=dict(type='int', default=_host_sampler.DEFAULT_INTERVAL_S),
             )),
         ),
         required_one_of=[('argv', 'replay_dir')],
@@ -343,7 +343,7 @@ def main():
     cpu = None
     if host_cpu is not None:
         # the module's own process tree is the workload's, less the GPU samplers started beside it
-        cpu = _host_samples.Sampler(host_cpu['interval'], leave_out=lambda: [s.process.pid for s in (sampler, events)
+        cpu = _host_sampler.Sampler(host_cpu['interval'], leave_out=lambda: [s.process.pid for s in (sampler, events)
                                                                              if s is not None and s.process is not None]).start()
     start = time.time()
     try:

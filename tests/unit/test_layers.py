@@ -45,6 +45,11 @@ PROBE_TABLE = {'module_utils._collect', 'module_utils._bundle', 'module_utils._c
 CHECK_AREAS = set(n for n in GRAPH if n.startswith('module_utils._checks')) | {
     'module_utils._hygiene', 'module_utils._links', 'module_utils._collectives', 'module_utils._workloads',
     'module_utils._container', 'module_utils._dmon_checks'}
+# The nodes' I/O of the modules that run there (their payloads: tests/unit/test_node_payload.py): the samplers, the
+# container smoke's command line, the scheduler commands, the mesh's probe of its peers; the catalogue and the judge of
+# each stay on the controller.
+NODE_IO = {'module_utils._host_sampler', 'module_utils._dmon_sampler', 'module_utils._container_run',
+           'module_utils._scheduler_node', 'module_utils._mesh_node', 'module_utils._mesh_probe'}
 # The profile's row: the schema as data, the validator (merge, extends) and the page of docs/profiles.md, in this
 # order; each file may import the ones before it, never one after it (and the spec language, _spec).
 PROFILE = ('module_utils._profile_schema', 'module_utils._profile', 'module_utils._profile_docs')
@@ -91,6 +96,13 @@ def test_the_facts_schema_imports_the_probe_table_and_the_spec_language_only():
 def test_a_check_area_never_imports_the_profile_or_the_judge(name):
     bad = sorted(d for d in GRAPH[name] if d in PROFILE + ('module_utils._judge',))
     assert not bad, '%s (a check area) imports %s' % (name, ', '.join(bad))
+
+
+@pytest.mark.parametrize('name', sorted(NODE_IO))
+def test_the_nodes_io_imports_only_parsers_and_the_bundle(name):
+    """No check, no finding, no catalogue: what a node module carries."""
+    bad = sorted(d for d in GRAPH[name] if d not in PARSERS | NODE_IO | {'module_utils._bundle', 'module_utils._commands'})
+    assert not bad, '%s (the node\'s I/O) imports %s' % (name, ', '.join(bad))
 
 
 @pytest.mark.parametrize('name', PROFILE)

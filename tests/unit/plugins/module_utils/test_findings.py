@@ -1,5 +1,7 @@
 """One judge: one finding shape and severity rank (_findings), one catalogue of every check id (_catalogue),
 one profile validation per judgement (_judge)."""
+import ast
+import glob
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -8,7 +10,7 @@ import pytest
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import (
     _container, _dmon_checks, _catalogue, _checks, _collectives, _findings, _fleet, _judge, _links, _mesh, _profile, _scheduler,
-    _workloads,
+    _host_samples, _workloads,
 )
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
 from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _report
@@ -35,6 +37,51 @@ def test_catalogue_holds_every_area_once():
 def test_a_check_id_defined_twice_is_refused():
     with pytest.raises(ValueError, match='gpu.count is defined twice'):
         _findings.join(_checks.CHECKS, {'gpu.count': _findings.entry('again', 'warn', 'x')})
+
+
+def catalogue_writes(source, name='<source>'):
+    """Where ``source`` adds entries to a catalogue (a name ending in ``CHECKS``) past ``_findings.join``:
+    ``X_CHECKS.update(...)``, ``X_CHECKS[id] = ...``, ``X_CHECKS.setdefault(...)``, ``{**X_CHECKS, ...}``,
+    ``dict(X_CHECKS, ...)``; [(line, what)]."""
+    def is_catalogue(node):
+        last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ''
+        return last.endswith('CHECKS')
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ('update', 'setdefault') \
+                and is_catalogue(node.func.value):
+            found.append((node.lineno, node.func.attr))
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.extend((node.lineno, 'item assigned') for t in targets if isinstance(t, ast.Subscript) and is_catalogue(t.value))
+        elif isinstance(node, ast.Dict) and any(k is None and is_catalogue(v) for k, v in zip(node.keys, node.values)):
+            found.append((node.lineno, '** unpacked'))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == 'dict' \
+                and any(is_catalogue(a) for a in node.args):
+            found.append((node.lineno, 'dict() copied'))
+    return found
+
+
+@pytest.mark.parametrize('path', sorted(glob.glob(os.path.join(ROOT, 'plugins', '*', '*.py'))))
+def test_every_catalogue_is_joined_so_a_duplicate_id_is_refused(path):
+    """One registry: catalogues are put together only by _findings.join, which refuses a check id defined twice."""
+    with open(path) as handle:
+        assert catalogue_writes(handle.read(), path) == []
+
+
+def test_a_catalogue_written_past_join_is_found():
+    assert catalogue_writes('CHECKS = {}\nCHECKS.update(_host_samples.CHECKS)\n') == [(2, 'update')]
+    assert catalogue_writes("CHECKS['a.b'] = 1\nx = dict(CHECKS)\ny = {**RUN_CHECKS}\n") == [
+        (1, 'item assigned'), (2, 'dict() copied'), (3, '** unpacked')]
+    assert catalogue_writes('CHECKS = _findings.join(RUN_CHECKS, _host_samples.CHECKS)\nfound.update(x)\n') == []
+
+
+def test_the_workload_area_joins_the_host_cpu_checks():
+    """The host CPU checks are listed with the workload checks (docs/checks.md), joined, in the order of the docs."""
+    assert list(_workloads.CHECKS) == list(_workloads.RUN_CHECKS) + list(_host_samples.CHECKS)
+    assert not set(_workloads.RUN_CHECKS) & set(_host_samples.CHECKS)
+    with pytest.raises(ValueError, match='workload.host_cpu_steal is defined twice'):
+        _findings.join(_workloads.RUN_CHECKS, _host_samples.CHECKS, {'workload.host_cpu_steal': _findings.entry('t', 'warn', 'r')})
 
 
 @pytest.mark.parametrize('check', sorted(_catalogue.CATALOGUE))

@@ -139,6 +139,26 @@ def test_each_fault_of_a_peer_is_one_finding_naming_both_ends(fields, check, wor
     assert summary['error'] or summary['route_dev'] != 'ib0' or summary['tcp_ok'] is not True or summary['ssh_ok'] is not True
 
 
+def test_the_controller_judges_the_modules_answer_as_the_node_judged_it():
+    """mesh_check's answer passes through JSON (its TCP ports become text) to the action plugin: the same findings, in
+    the same order, the same peers and the same failure as when the node judged them."""
+    records = [record(**fields) for fields, _check, _words in PEER_FAULTS] + [record(name='node4', address='10.0.0.4')]
+    settings = dict(SETTINGS, known_hosts_state='empty', key_error='unreadable', mtu_error=None)
+    findings = _mesh.node_findings('node1', settings)
+    for one in records:
+        findings.extend(_mesh.peer_findings('node1', one, settings))
+    findings.sort(key=_findings.sort_key)
+    answer = {'host': 'node1', 'interface': 'ib0', 'mtu': 4092, 'records': records, 'fail_on_findings': True,
+              'settings': dict((k, settings.get(k)) for k in _mesh.JUDGED_SETTINGS)}
+    result = _mesh.judged(json.loads(json.dumps(answer)))
+    assert result['findings'] == json.loads(json.dumps(findings)) and len(findings) == len(PEER_FAULTS) + 2
+    assert result['peers'] == json.loads(json.dumps([_mesh.peer_summary(one) for one in records]))
+    assert (result['host'], result['interface'], result['mtu'], result['changed']) == ('node1', 'ib0', 4092, False)
+    assert result['failed'] is True and result['msg'].startswith('%d mesh finding(s) on node1: ' % len(findings))
+    quiet = _mesh.judged(dict(json.loads(json.dumps(answer)), fail_on_findings=False))
+    assert 'failed' not in quiet and quiet['findings'] == result['findings']
+
+
 def test_a_healthy_peer_has_no_finding_and_is_ok():
     assert _mesh.peer_findings('node1', record(), SETTINGS) == []
     assert _mesh.peer_summary(record()) == {'name': 'node3', 'address': '10.0.0.3', 'resolved': '10.0.0.3',

@@ -230,24 +230,30 @@ def test_daemon_says_what_it_could_not_read():
     assert result['node_view_error'].startswith('slurmd -C failed (exit code 1): slurmd: fatal: bad config')
 
 
+def judged(result):
+    """The module's answer to health with what the action plugin adds on the controller (_scheduler.health_result)."""
+    assert 'findings' not in result and 'healthy' not in result, 'the node judges nothing'
+    return dict(result, **s.health_result(result))
+
+
 def test_health_judges_what_the_node_and_the_controller_say():
     node = s.run_action(params('daemon'), FakeNode(unit='failed\n', unit_rc=3), None, None, False, local())
     fake = FakeNode()
-    result = s.run_action(params('health', daemon=json.loads(json.dumps(node))), fake, None, None, True, local())
+    result = judged(s.run_action(params('health', daemon=json.loads(json.dumps(node))), fake, None, None, True, local()))
     assert result['healthy'] is False and [f['check'] for f in result['findings']] == ['scheduler.daemon_down']
     assert result['message'].startswith('node med0304 is not fit to return to service: slurmd is not running')
     assert result['health']['controller']['state'] == 'IDLE+DRAIN' and result['changed'] is False
     assert fake.calls == [(['scontrol', '--oneliner', 'show', 'node', 'med0304'], False)]
     healthy = s.run_action(params('daemon'), FakeNode(), None, None, False, local())
-    result = s.run_action(params('health', daemon=healthy), FakeNode(), None, None, False, local())
+    result = judged(s.run_action(params('health', daemon=healthy), FakeNode(), None, None, False, local()))
     assert result['healthy'] is True and result['findings'] == []
     assert result['message'] == ('node med0304: slurmd active, IDLE+DRAIN in the controller, its own view matches: fit to return '
                                  'to service')
 
 
 def test_health_never_fails_for_what_it_cannot_read():
-    result = s.run_action(params('health', daemon={'failed': True, 'msg': 'unreachable'}), FakeNode(show=''), None, None, False,
-                          local())
+    result = judged(s.run_action(params('health', daemon={'failed': True, 'msg': 'unreachable'}), FakeNode(show=''), None, None,
+                                 False, local()))
     assert result['healthy'] is False
     assert [f['check'] for f in result['findings']] == ['scheduler.not_measured', 'scheduler.not_measured']
     assert 'unreachable' in result['findings'][0]['message'] and 'Unable to contact slurm controller' in result['findings'][1]['message']
