@@ -827,15 +827,22 @@ def _python_wheel_nccl(python):
     if not python or '\n' in python or '\0' in python:
         return []
     try:
+        # its own session: on a timeout the whole group is stopped, so that no child of a wrapper script keeps the pipe
         proc = subprocess.Popen([python, '-c', _WHEEL_NCCL_SCRIPT], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=dict(os.environ, LC_ALL='C'))
+                                stderr=subprocess.DEVNULL, env=dict(os.environ, LC_ALL='C'), start_new_session=True)
     except (OSError, ValueError):
         return []
     try:
         out, _err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            proc.kill()
+        try:
+            proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
         return []
     if proc.returncode != 0:
         return []

@@ -46,7 +46,8 @@ def host(tmp_path_factory):
     python.write_text('#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' % (site, sys.executable))
     python.chmod(0o755)
     hung = root / 'hung-python'
-    hung.write_text('#!/bin/sh\nexec sleep 60\n')
+    # a wrapper whose child keeps the output pipe open after the wrapper itself is stopped
+    hung.write_text('#!/bin/sh\nsleep 60 &\nexec sleep 60\n')
     hung.chmod(0o755)
     return dict(root=root, wheel=wheel, system=system, home=str(home), built=built, python=str(python), hung=str(hung))
 
@@ -102,7 +103,7 @@ def test_a_relative_nccl_home_or_a_python_with_a_newline_is_not_used(host):
     assert text is None
 
 
-def test_a_torch_python_that_never_answers_is_stopped_and_the_loader_still_answers(host):
+def test_a_torch_python_that_never_answers_is_stopped_with_its_children_and_the_loader_still_answers(host):
     started = time.monotonic()
     text = _search(ld_path=os.path.dirname(host['system']), python=host['hung'], timeout=1)
     assert time.monotonic() - started < 30
