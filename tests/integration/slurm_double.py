@@ -59,8 +59,12 @@ def load():
 
 
 def save(state):
-    with open(STATE, 'w') as handle:
+    """Whole or not at all: a reader never sees a half-written state, and a double killed mid-write leaves the old
+    one (the rollout tests kill processes while a drain is under way and read the state at once)."""
+    part = '%s.%d.part' % (STATE, os.getpid())
+    with open(part, 'w') as handle:
         json.dump(state, handle, indent=2)
+    os.replace(part, STATE)
 
 
 def flags(node):
