@@ -14,7 +14,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _facts, _probe, _redact
 from ansible_collections.xuanwu.cluster.plugins.module_utils._errors import ProfileError
-from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _node, _worker
+from ansible_collections.xuanwu.cluster.plugins.plugin_utils import _collection, _direct, _node, _worker
 
 PROBE_ARGS = ('gather', 'interfaces', 'disk_paths', 'replay_dir', 'timeout', 'nccl_library_globs', 'nccl_python', 'nccl_home')
 STAGES = ('build', 'collectives', 'gpu_single', 'workloads', 'container', 'multinode', 'on_failed_hosts', 'recheck_counters')
@@ -132,14 +132,22 @@ class ActionModule(ActionBase):
         """``(facts, error)``: the node's facts, or why there are none. The node answers with its raw outputs
         (node_probe ``parse: false``) and they are parsed here, where the parsers are loaded once per run."""
         try:
-            res = self._execute_module(module_name='xuanwu.cluster.node_probe', module_args=dict(probe_args, parse=False),
-                                       task_vars=task_vars)
+            direct, _why = _direct.usable(self)
+            if direct:
+                # the same answer from the same code, without Ansible's module framework on the node (plugin_utils/_direct)
+                res = _direct.run(self, 'xuanwu.cluster.node_probe', probe_args, task_vars)
+            else:
+                res = self._execute_module(module_name='xuanwu.cluster.node_probe', module_args=dict(probe_args, parse=False),
+                                           task_vars=task_vars)
         except AnsibleConnectionFailure as err:
             return None, 'unreachable: %s' % err
         except AnsibleError as err:
             return None, 'Probe the node (one round trip): %s' % err
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
+        # an interpreter Ansible discovered for this probe is handed back as its module would (not looked for again)
+        self._interpreter_facts = dict((key, value) for key, value in (res.get('ansible_facts') or {}).items()
+                                       if key.startswith('discovered_interpreter_'))
         if res.get('unreachable'):
             return None, 'unreachable: %s' % res.get('msg', 'no answer')
         if res.get('failed') or 'outputs' not in res:
@@ -244,6 +252,7 @@ class ActionModule(ActionBase):
                                                         compare=switches['consistency'], host=host, findings=findings,
                                                         status=status, error=error or None, checks=checks)},
         )
+        result['ansible_facts'].update(getattr(self, '_interpreter_facts', None) or {})
         if error:
             result['msg'] = '%s was not validated: %s' % (host, error)
         return result

@@ -39,6 +39,11 @@ def preload(pattern):
         importlib.import_module('ansible_collections.xuanwu.cluster.plugins.plugin_utils._collection').warm_profiles()
     except Exception as err:  # pylint: disable=broad-except
         display.warning('xuanwu.cluster.preload: the shipped profiles were not read in the main process: %s' % err)
+    try:
+        # the probe's direct answer carries these module_utils to each node: read once here, not in each host's worker
+        importlib.import_module('ansible_collections.xuanwu.cluster.plugins.plugin_utils._direct').sources_json()
+    except Exception as err:  # pylint: disable=broad-except
+        display.warning('xuanwu.cluster.preload: the probe\'s module_utils were not read in the main process: %s' % err)
     return pattern
 
 

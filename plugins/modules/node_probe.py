@@ -255,16 +255,12 @@ bundle:
   sample: {directory: /tmp/xuanwu-bundle.k2j4x9/bundle, files: [manifest.json, nvidia_query_gpu.txt]}
 '''
 
-import functools
-import os
-import re
 import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xuanwu.cluster.plugins.module_utils import _collect
-
-SEARCH_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/cuda/bin', '/usr/local/nvidia/bin', '/opt/mellanox/bin']
+from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe_node
 
 
 def main():
@@ -292,62 +288,28 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    groups = _collect.GROUPS if 'all' in p['gather'] else tuple(p['gather'])
-    if p['timeout'] < 0:
-        module.fail_json(msg='timeout must be 0 or more, got %d' % p['timeout'])
-    for pattern in p['process_patterns'] or []:
-        try:
-            re.compile(pattern)
-        except re.error as err:
-            module.fail_json(msg='process_patterns: %r is not a regular expression: %s' % (pattern, err))
-    for index, test in enumerate(p['read_tests']):
-        if not test['path'].startswith('/') or re.search(r'[\x00-\x1f\x7f]', test['path']):
-            module.fail_json(msg='read_tests[%d].path: %r is not an absolute path without control characters' % (index, test['path']))
-        if test['max_bytes'] < 1 or not 0 < test['max_seconds'] <= 3600:
-            module.fail_json(msg='read_tests[%d]: max_bytes must be 1 or more and max_seconds in (0, 3600]' % index)
-
-    if p['replay_dir']:
-        try:
-            runner = _collect.ReplayRunner(p['replay_dir'])
-        except _collect.BundleError as err:
-            module.fail_json(msg=str(err))
-    else:
-        def run(argv):
-            return module.run_command(argv, check_rc=False, environ_update={'LC_ALL': 'C', 'TERM': 'dumb'})
-
-        def which(name):
-            return module.get_bin_path(name, required=False, opt_dirs=SEARCH_DIRS)
-
-        def nccl_python():
-            name = p['nccl_python']
-            if not name:
-                return None
-            if os.path.isabs(name):
-                return name if os.access(name, os.X_OK) else None
-            return which(name)
-
-        internals = {'nccl_version': lambda: _collect.nccl_version_text(p['nccl_library_globs'], python=nccl_python(),
-                                                                        nccl_home=p['nccl_home']),
-                     'proc_net_listening': _collect.proc_net_listening_text}
-        for test in p['read_tests']:
-            internals['storage_read:' + test['path']] = functools.partial(_collect.storage_read_text, test['path'], test['max_bytes'],
-                                                                          test['max_seconds'])
-        runner = _collect.LiveRunner(run, which, internals=internals, timeout=p['timeout'])
+    # the same options, tools and runner as the direct answer node_validate asks for (module_utils/_probe_node)
+    try:
+        options = _probe_node.check_options(dict((name, p[name]) for name in _probe_node.OPTIONS), expand=False)
+        runner = _probe_node.runner(options)
+    except _probe_node.ProbeOptionError as err:
+        module.fail_json(msg=str(err))
+    except _collect.BundleError as err:
+        module.fail_json(msg=str(err))
+    groups = _probe_node.groups(options)
 
     writer = _collect.BundleWriter(p['capture_dir']) if p['capture_dir'] else None
-    read_paths = [test['path'] for test in p['read_tests']]
+    read_paths = [test['path'] for test in options['read_tests']]
     try:
         if p['parse']:
             # the parsers are loaded only here: a node that answers with raw outputs never compiles them
             from ansible_collections.xuanwu.cluster.plugins.module_utils import _probe
-            facts = _probe.probe(runner, groups=groups, interfaces=p['interfaces'], disk_paths=p['disk_paths'], capture=writer,
-                                 process_patterns=p['process_patterns'], stage=p['stage'], read_paths=read_paths)
+            facts = _probe.probe(runner, groups=groups, interfaces=options['interfaces'], disk_paths=options['disk_paths'],
+                                 capture=writer, process_patterns=options['process_patterns'], stage=options['stage'],
+                                 read_paths=read_paths)
             result = dict(changed=False, ansible_facts={'xuanwu_facts_end' if p['stage'] == 'end' else 'xuanwu_facts': facts})
         else:
-            done = _collect.collect(runner, groups=groups, interfaces=p['interfaces'], disk_paths=tuple(p['disk_paths']) or ('/',),
-                                    capture=writer, stage=p['stage'], read_paths=read_paths)
-            result = dict(changed=False, outputs=_collect.answer(done, p['process_patterns']),
-                          source='replay' if runner.replay else 'live', disk_paths=list(p['disk_paths']) or ['/'], read_paths=read_paths)
+            result = dict(_probe_node.raw_answer(options, runner, capture=writer), changed=False)
     except _collect.BundleError as err:
         module.fail_json(msg=str(err))
 

@@ -41,7 +41,7 @@ def graph():
 
 GRAPH = graph()
 PARSERS = set(n for n in GRAPH if n.startswith('module_utils._parse_')) | {'module_utils._text', 'module_utils._errors'}
-PROBE_TABLE = {'module_utils._collect', 'module_utils._bundle', 'module_utils._commands'}
+PROBE_TABLE = {'module_utils._collect', 'module_utils._bundle', 'module_utils._commands', 'module_utils._probe_node'}
 CHECK_AREAS = set(n for n in GRAPH if n.startswith('module_utils._checks')) | {
     'module_utils._hygiene', 'module_utils._links', 'module_utils._collectives', 'module_utils._workloads',
     'module_utils._container', 'module_utils._dmon_checks'}

@@ -20,7 +20,7 @@ NODE_MODULES = {
     # parse: true parses on the node (the facts without the controller, checked by the facts schema in the spec language);
     # no check, no finding
     'node_probe': {'_bundle', '_collect', '_commands', '_errors', '_facts', '_parse_amd', '_parse_host', '_parse_ib',
-                   '_parse_net', '_parse_nvidia', '_probe', '_spec', '_text'},
+                   '_parse_net', '_parse_nvidia', '_probe', '_probe_node', '_spec', '_text'},
     'scheduler_node': {'_errors', '_parse_scheduler', '_scheduler_node'},
     'work_dir': {'_workdir'},
     'workload_run': {'_bundle', '_dmon_sampler', '_errors', '_host_sampler', '_parse_clock_events', '_parse_host_samples',
