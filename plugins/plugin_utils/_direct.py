@@ -32,8 +32,9 @@ UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _IMPORT = re.compile(r'^\s*from ansible_collections\.xuanwu\.cluster\.plugins\.module_utils(?:\.(\w+))? import ([\w, ()]+)', re.M)
 _FOREIGN = re.compile(r'^\s*(?:from|import) ansible(?:\.|_collections\.(?!xuanwu\.cluster\.plugins\.module_utils))', re.M)
 
-# Run by the node's Python (2.7 or any 3 reads it; the probe needs 3.8): the module_utils from standard input are
-# imported from memory under the collection's package names, then _probe_node.direct answers with JSON.
+# Run by the node's Python in isolated mode (-I: the working folder, the user's site-packages and PYTHON* variables
+# play no part; any Python 3 reads these lines, the probe needs 3.8): the module_utils from standard input are imported
+# from memory under the collection's package names, then _probe_node.direct answers with JSON.
 BOOTSTRAP = '''import json, sys
 if sys.version_info < (3, 8):
     sys.stdout.write(json.dumps({"failed": True, "msg": "the probe needs Python 3.8 or newer on the node; %s is %s"
@@ -145,7 +146,8 @@ def run(action, module_name, module_args, task_vars):
     if not interpreter:
         return {'failed': True, 'msg': 'no Python interpreter for %s on the node' % module_name}
     env = action._compute_environment_string()
-    command = '%s%s -c %s' % (env + ' ' if env else '', interpreter, shlex.quote(BOOTSTRAP))
+    # -I: isolated, nothing from the working folder (a json.py planted there), the user's site or PYTHON* variables
+    command = '%s%s -I -c %s' % (env + ' ' if env else '', interpreter, shlex.quote(BOOTSTRAP))
     payload = '{"sources": %s, "args": %s}' % (sources_json(), json.dumps(module_args, sort_keys=True))
     res = action._low_level_execute_command(command, sudoable=True, in_data=payload.encode('utf-8'))
     out = res.get('stdout') or ''

@@ -28,6 +28,7 @@ class _Action(object):
                  old_shape=False, discovered=None, env=''):
         action = self
         self.commands = []
+        self.cwd = None
 
         class Connection(object):
             _shell = type('Shell', (), {'tmpdir': None, 'SHELL_FAMILY': 'sh'})()
@@ -60,7 +61,7 @@ class _Action(object):
     def _low_level_execute_command(self, cmd, sudoable=True, in_data=None):
         self.commands.append((cmd, in_data))
         proc = subprocess.run(['/bin/sh', '-c', cmd], input=in_data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
-                              check=False)
+                              check=False, cwd=self.cwd)
         return {'rc': proc.returncode, 'stdout': proc.stdout.decode('utf-8', 'replace'),
                 'stderr': proc.stderr.decode('utf-8', 'replace')}
 
@@ -119,6 +120,17 @@ def test_where_the_direct_answer_cannot_go_the_module_runs(kwargs, why):
     assert _direct.usable(_Action()) == (True, '')
 
 
+def test_nothing_planted_in_the_working_folder_or_the_environment_is_imported(tmp_path, monkeypatch):
+    marker = tmp_path / 'planted-ran'
+    for name in ('json', 'importlib', 'os', 'subprocess'):
+        (tmp_path / (name + '.py')).write_text('open(%r, "w").write("%s")\nraise SystemExit(3)\n' % (str(marker), name))
+    monkeypatch.setenv('PYTHONPATH', str(tmp_path))
+    action = _Action()
+    action.cwd = str(tmp_path)
+    answer = _direct.run(action, 'xuanwu.cluster.node_probe', {'replay_dir': os.path.join(DEMO, 'gpu-node01')}, {})
+    assert answer.get('source') == 'replay' and not marker.exists(), answer
+
+
 def test_a_discovered_interpreter_is_handed_back():
     answer = _direct.run(_Action(discovered=sys.executable), 'xuanwu.cluster.node_probe',
                          {'replay_dir': os.path.join(DEMO, 'gpu-node01')}, {})
@@ -155,7 +167,7 @@ def test_an_old_python_on_the_node_is_named(tmp_path):
     fake = tmp_path / 'python3'
     # a Python that says it is 3.6: the bootstrap's first lines run on any Python
     fake.write_text('#!/bin/sh\nexec %s -c "import sys; sys.version_info = (3, 6, 9); sys.version = \'3.6.9 x\'; '
-                    'exec(sys.argv[2])" -c "$2"\n' % sys.executable)
+                    'exec(sys.argv[2])" -c "$3"\n' % sys.executable)
     fake.chmod(0o755)
     answer = _direct.run(_Action(interpreter=str(fake)), 'xuanwu.cluster.node_probe', {}, {})
     assert answer['failed'] and 'needs Python 3.8 or newer on the node' in answer['msg'] and '3.6.9' in answer['msg'], answer
