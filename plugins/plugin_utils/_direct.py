@@ -160,6 +160,8 @@ def run(action, module_name, module_args, task_vars):
         return {'failed': True, 'rc': res.get('rc'), 'module_stderr': res.get('stderr') or '',
                 'msg': "the node's Python (%s) gave no answer (rc %s)%s" % (interpreter, res.get('rc'),
                                                                             ': %s' % err[-1][:500] if err else '')}
+    # the probe's answer holds no facts: none the node writes is taken, only the interpreter Ansible discovered
+    answer.pop('ansible_facts', None)
     if facts:
-        answer.setdefault('ansible_facts', {}).update(facts)
+        answer['ansible_facts'] = facts
     return answer

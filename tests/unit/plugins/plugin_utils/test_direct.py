@@ -137,6 +137,14 @@ def test_a_discovered_interpreter_is_handed_back():
     assert answer['ansible_facts'] == {'discovered_interpreter_python': sys.executable}
 
 
+def test_facts_the_node_writes_are_not_taken(tmp_path):
+    fake = tmp_path / 'python3'
+    fake.write_text('#!/bin/sh\ncat > /dev/null\necho \'{"outputs": [], "ansible_facts": {"discovered_interpreter_python": "/tmp/evil"}}\'\n')
+    fake.chmod(0o755)
+    answer = _direct.run(_Action(interpreter=str(fake)), 'xuanwu.cluster.node_probe', {}, {})
+    assert answer == {'outputs': []}
+
+
 def test_the_tasks_environment_applies():
     answer = _direct.run(_Action(env='XUANWU_BUNDLE=%s' % os.path.join(DEMO, 'gpu-node01')), 'xuanwu.cluster.node_probe',
                          {'replay_dir': '$XUANWU_BUNDLE'}, {})
