@@ -118,7 +118,8 @@ def usable(action):
         return False, 'the connection cannot pass data on standard input'
     if getattr(connection._shell, 'SHELL_FAMILY', 'sh') == 'powershell':
         return False, 'the node runs PowerShell'
-    if getattr(connection, 'become', None) and not connection.is_pipelining_enabled():
+    # ActionBase._is_pipelining_enabled: Ansible's own answer, 2.16 to 2.19 (the connection's own method is 2.17+)
+    if getattr(connection, 'become', None) and not action._is_pipelining_enabled('new'):
         return False, 'become without pipelining (a become method may need a terminal)'
     return True, ''
 

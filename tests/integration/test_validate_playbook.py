@@ -250,6 +250,61 @@ def test_capture_then_replay_a_live_host(tmp_path):
     assert entry['profile'] == 'plain-host'
 
 
+# A become method for the test below: runs the command as it is (through /bin/sh, named so the log shows it ran).
+BECOME_PLUGIN = '''from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = """
+name: %(name)s
+short_description: run the command as it is (a stand-in become method of the tests)
+description: [Runs the command through /bin/sh named xuanwu-test-become.]
+author: xuanwu.cluster contributors
+"""
+
+import shlex
+
+from ansible.plugins.become import BecomeBase
+
+
+class BecomeModule(BecomeBase):
+    name = '%(name)s'
+    pipelining = %(pipelining)s
+
+    def build_become_command(self, cmd, shell):
+        super(BecomeModule, self).build_become_command(cmd, shell)
+        if not cmd:
+            return cmd
+        return '/bin/sh -c %%s xuanwu-test-become' %% shlex.quote(self._build_success_command(cmd, shell))
+'''
+
+
+@pytest.mark.both_controllers
+@pytest.mark.parametrize('pipelined', [True, False], ids=['pipelined: the direct answer', 'not pipelined: the module'])
+def test_a_live_probe_through_become_is_the_direct_answer_only_where_ansible_would_pipe(tmp_path, monkeypatch, pipelined):
+    """This machine probed live through a become method: with pipelining the probe goes as the direct answer (the
+    node's Python, -I -c, code on standard input: plugin_utils/_direct), without it as the node_probe module, as
+    Ansible sends any module; both judge the node."""
+    plugins = tmp_path / 'become'
+    plugins.mkdir()
+    name = 'xuanwu_test_become'
+    (plugins / (name + '.py')).write_text(BECOME_PLUGIN % {'name': name, 'pipelining': pipelined})
+    monkeypatch.setenv('ANSIBLE_BECOME_PLUGINS', str(plugins))
+    profile = tmp_path / 'plain-host.yml'
+    profile.write_text(yaml.safe_dump({'schema_version': 1, 'name': 'plain-host', 'description': 'a host without accelerators',
+                                       'host': {'disks': [{'path': '/', 'min_free_gb': 0.001}]}}))
+    inv = write_inventory(tmp_path, {'live-node': {}}, {'xuanwu_profile': str(profile), 'ansible_become': True,
+                                                        'ansible_become_method': name, 'ansible_pipelining': pipelined})
+    reports = tmp_path / 'reports'
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-vvv')
+    assert rc == 0, out[-3000:]
+    # -vvv logs each command (the direct answer's program spans lines): the become method wrapped them
+    assert 'xuanwu-test-become' in out
+    assert (' -I -c ' in out) == pipelined and ('AnsiballZ_node_probe' in out) != pipelined, out[-3000:]
+    _folder, report = the_report(reports)
+    entry = report['hosts']['live-node']
+    assert entry['status'] in ('pass', 'warn') and entry['facts_summary']['source'] == 'live', entry
+
+
 @pytest.mark.both_controllers
 def test_unreachable_host_is_reported_not_hidden(tmp_path):
     hosts = {'good-node': {'xuanwu_replay_dir': BUNDLE},

@@ -33,14 +33,12 @@ class _Action(object):
         class Connection(object):
             _shell = type('Shell', (), {'tmpdir': None, 'SHELL_FAMILY': 'sh'})()
 
-            def is_pipelining_enabled(self, wrap_async=False):
-                return pipelining
-
         Connection.has_pipelining = has_pipelining
         Connection.become = become
         self._connection = Connection()
         self._task = type('Task', (), {'async_val': async_val})()
         self._remove_tmp_path = lambda path: None
+        self._is_pipelining_enabled = lambda module_style, wrap_async=False: pipelining and module_style == 'new'
         self.executed_modules = []
 
         def configure(module_name, module_args, task_vars):
