@@ -91,9 +91,15 @@ def test_the_cgroup_of_a_scheduler_killed_while_it_launched_is_removed_when_the_
     left = _attempt_cgroups(cgroup_parent)
     assert left == ['xuanwu-%s-1' % job_id], left
     executor = Executor(cfg, store, 2, serve_all=True)
+    start_loop = executor._ensure_loop
+    # the scheduler's loop, which recover() starts last, starts after the check: the job's new attempt may make a
+    # cgroup of the very same name (xuanwu-<id>-1: the killed one was never recorded) as soon as it runs
+    executor._ensure_loop = lambda: None
     try:
         executor.recover()
         assert _attempt_cgroups(cgroup_parent) == [], 'the empty cgroup of the killed launch is still there'
+        executor._ensure_loop = start_loop
+        start_loop()
         job = executor.wait(job_id, timeout=30)
     finally:
         executor.shutdown()
