@@ -13,8 +13,10 @@ the node answers with the same raw answer the ``node_probe`` module gives (``par
 The interpreter is the one Ansible would run the module with (``ansible_python_interpreter``, the configuration,
 discovery: ActionBase._configure_module), the task's ``environment`` applies, and the command goes through the
 connection with become as any module's. Where Ansible would not pipe a module's payload to a become method (become
-without pipelining: a sudo with ``requiretty`` could not take it) or the task is asynchronous, ``usable`` says no and
-the module runs as a module. Nothing secret travels on the command line: the options go on standard input.
+without pipelining: a sudo with ``requiretty`` could not take it), or the probe's module_utils cannot be sent as they
+are, ``usable`` says no and the module runs as a module (node_validate refuses async, as any action that does not
+declare it: Ansible stops such a task before it runs). Nothing secret travels on the command line: the options go on
+standard input.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -111,8 +113,6 @@ def sources_json():
 
 def usable(action):
     """``(True, '')`` where the direct answer can go through ``action``'s connection, else ``(False, why)``."""
-    if getattr(action._task, 'async_val', 0):
-        return False, 'an asynchronous task runs the module'
     connection = action._connection
     if not getattr(connection, 'has_pipelining', False):
         return False, 'the connection cannot pass data on standard input'
@@ -121,6 +121,10 @@ def usable(action):
     # ActionBase._is_pipelining_enabled: Ansible's own answer, 2.16 to 2.19 (the connection's own method is 2.17+)
     if getattr(connection, 'become', None) and not action._is_pipelining_enabled('new'):
         return False, 'become without pipelining (a become method may need a terminal)'
+    try:
+        sources_json()
+    except DirectError as err:
+        return False, str(err)
     return True, ''
 
 

@@ -211,7 +211,6 @@ class _Action(object):
         from ansible_collections.xuanwu.cluster.tests.unit.plugins.modules.test_bundle_modules import run_module
         # a connection that cannot pass data on standard input: the module runs as a module (plugin_utils/_direct)
         self._connection = type('Connection', (), {'_shell': type('Shell', (), {'tmpdir': None})(), 'has_pipelining': False})()
-        self._task = type('Task', (), {'async_val': 0})()
         self.asked = []
 
         def execute(module_name, module_args, task_vars):

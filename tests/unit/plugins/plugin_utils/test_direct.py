@@ -24,7 +24,7 @@ class _Built(object):
 class _Action(object):
     """What _direct and node_validate's _probe use of an ActionModule; the command really runs (/bin/sh -c)."""
 
-    def __init__(self, interpreter=sys.executable, become=None, pipelining=True, async_val=0, has_pipelining=True,
+    def __init__(self, interpreter=sys.executable, become=None, pipelining=True, has_pipelining=True,
                  old_shape=False, discovered=None, env=''):
         action = self
         self.commands = []
@@ -36,7 +36,6 @@ class _Action(object):
         Connection.has_pipelining = has_pipelining
         Connection.become = become
         self._connection = Connection()
-        self._task = type('Task', (), {'async_val': async_val})()
         self._remove_tmp_path = lambda path: None
         self._is_pipelining_enabled = lambda module_style, wrap_async=False: pipelining and module_style == 'new'
         self.executed_modules = []
@@ -107,7 +106,6 @@ def test_node_validate_takes_the_direct_answer_and_builds_the_same_facts(tmp_pat
 
 
 @pytest.mark.parametrize('kwargs, why', [
-    ({'async_val': 30}, 'an asynchronous task'),
     ({'has_pipelining': False}, 'cannot pass data on standard input'),
     ({'become': object(), 'pipelining': False}, 'become without pipelining'),
 ])
@@ -116,6 +114,13 @@ def test_where_the_direct_answer_cannot_go_the_module_runs(kwargs, why):
     assert not usable and why in reason
     assert _direct.usable(_Action(become=object(), pipelining=True)) == (True, '')
     assert _direct.usable(_Action()) == (True, '')
+
+
+def test_a_payload_that_cannot_be_sent_runs_the_module(monkeypatch):
+    monkeypatch.setattr(_direct, '_SOURCES', [])
+    monkeypatch.setattr(_direct, 'UTILS', '/nonexistent/module_utils')
+    usable, reason = _direct.usable(_Action())
+    assert not usable and 'cannot read module_utils _probe_node' in reason
 
 
 def test_nothing_planted_in_the_working_folder_or_the_environment_is_imported(tmp_path, monkeypatch):
