@@ -27,7 +27,7 @@ OPTION_VARIABLES = (
     ('replay_dir', 'xuanwu_replay_dir'), ('timeout', 'xuanwu_probe_timeout'), ('nccl_library_globs', 'xuanwu_nccl_library_globs'),
     ('nccl_python', 'xuanwu_torch_python'), ('nccl_home', 'nccl_tests_build_nccl_home'),
     ('fail_on', 'xuanwu_fail_on'), ('consistency', 'xuanwu_consistency_check'), ('job_mpirun_args', 'xuanwu_mpirun_args'),
-    ('redact_env_keys', 'xuanwu_redact_env_keys'), ('full_facts', 'xuanwu_full_facts'),
+    ('redact_env_keys', 'xuanwu_redact_env_keys'), ('full_facts', 'xuanwu_full_facts'), ('direct', 'xuanwu_probe_direct'),
 )
 STAGE_VARIABLES = (
     ('collectives', 'xuanwu_validate_collectives'), ('gpu_single', 'xuanwu_validate_gpu_single'),
@@ -126,13 +126,15 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(PROBE_ARGS + tuple(_node.VERDICT_ARGUMENT_SPEC)
                             + ('profile', 'overrides', 'profile_dirs', 'redact_env_keys', 'consistency', 'stages', 'full_facts',
-                               'variables'))
+                               'variables', 'direct'))
 
-    def _probe(self, probe_args, task_vars):
+    def _probe(self, probe_args, task_vars, direct=True):
         """``(facts, error)``: the node's facts, or why there are none. The node answers with its raw outputs
-        (node_probe ``parse: false``) and they are parsed here, where the parsers are loaded once per run."""
+        (node_probe ``parse: false``) and they are parsed here, where the parsers are loaded once per run.
+        ``self._probe_via`` says how: ``direct``, or ``module`` and why the direct answer could not go."""
         try:
-            direct, _why = _direct.usable(self)
+            direct, why = _direct.usable(self) if direct else (False, 'switched off (direct: false, xuanwu_probe_direct)')
+            self._probe_via = 'direct' if direct else 'module: %s' % why
             if direct:
                 # the same answer from the same code, without Ansible's module framework on the node (plugin_utils/_direct)
                 res = _direct.run(self, 'xuanwu.cluster.node_probe', probe_args, task_vars)
@@ -190,6 +192,7 @@ class ActionModule(ActionBase):
             consistency=dict(type='raw', default=True),
             stages=dict(type='dict', default={}),
             full_facts=dict(type='bool', default=False),
+            direct=dict(type='bool', default=True),
         )).validate(given)
         try:
             error = validation.errors[0]
@@ -215,7 +218,7 @@ class ActionModule(ActionBase):
         except ProfileError as err:
             result.update(failed=True, msg='host %s: invalid profile, nothing was probed: %s' % (host, err))
             return result
-        facts, error = self._probe(_probe_args(args, profile), task_vars)
+        facts, error = self._probe(_probe_args(args, profile), task_vars, direct=args['direct'])
         findings, summary, failing, checks = [], None, [], {}
         status = 'error'
         if facts is not None:
@@ -243,6 +246,7 @@ class ActionModule(ActionBase):
             summary=summary,
             failing=failing,
             profile_path=path,
+            probe_via=getattr(self, '_probe_via', None),
             # every fact is set on every run: a fact cache may hold those of an earlier one
             ansible_facts={'xuanwu_facts': kept_facts, 'xuanwu_profile_resolved': kept_profile, 'xuanwu_profile_path': path,
                            'xuanwu_workloads': [],

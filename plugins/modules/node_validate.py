@@ -48,7 +48,7 @@ options:
         C(xuanwu_nccl_library_globs), O(nccl_python) C(xuanwu_torch_python), O(nccl_home) C(nccl_tests_build_nccl_home),
         O(fail_on) C(xuanwu_fail_on), O(consistency) C(xuanwu_consistency_check),
         O(job_mpirun_args) C(xuanwu_mpirun_args), O(redact_env_keys) C(xuanwu_redact_env_keys), O(full_facts)
-        C(xuanwu_full_facts); O(job_ports) is C(xuanwu_torch_master_port) and C(xuanwu_job_ports), O(job_env)
+        C(xuanwu_full_facts), O(direct) C(xuanwu_probe_direct); O(job_ports) is C(xuanwu_torch_master_port) and C(xuanwu_job_ports), O(job_env)
         C(xuanwu_nccl_env) with C(xuanwu_torch_env) over it, and O(stages) the C(xuanwu_validate_*),
         C(xuanwu_container_smoke), C(xuanwu_workloads_on_failed_hosts) and C(xuanwu_recheck_counters) switches, C(build)
         on where C(nccl_tests_build_archive) or C(nccl_tests_build_rccl_archive) is set and no bundle is replayed.
@@ -90,6 +90,17 @@ options:
     description: Seconds after which one probe command is stopped and recorded as failed.
     type: int
     default: 60
+  direct:
+    description:
+      - Probe through the node's Python directly - a short fixed program on its command line (C(python -I -c ...)), the
+        probe's own code and the options on its standard input, nothing written on the node - instead of sending
+        M(xuanwu.cluster.node_probe) as a module; the same code gives the same answer without Ansible's module framework,
+        about a quarter of the module's CPU on the node (C(docs/architecture.md), "What a node module carries").
+      - Where Ansible itself would not pipe a module (become without pipelining), on a connection without standard input
+        or a PowerShell node, the module runs whatever this says (RV(probe_via) says which and why).
+      - C(false) always sends the module, for a site whose node policy refuses inline interpreter programs.
+    type: bool
+    default: true
   nccl_library_globs:
     description: Extra glob patterns where C(libnccl.so.2) may be found.
     type: list
@@ -162,6 +173,12 @@ profile_path:
   description: The profile file used.
   returned: always
   type: str
+probe_via:
+  description:
+    - How the node was probed - C(direct), or C(module) and why the direct answer did not go (O(direct)).
+  returned: when the profile resolved (an invalid profile probes nothing)
+  type: str
+  sample: 'module: become without pipelining (a become method may need a terminal)'
 ansible_facts:
   description:
     - C(xuanwu_facts) and C(xuanwu_profile_resolved) (in brief unless the host takes part in a later stage or O(full_facts)),

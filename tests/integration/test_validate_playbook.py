@@ -279,11 +279,13 @@ class BecomeModule(BecomeBase):
 
 
 @pytest.mark.both_controllers
-@pytest.mark.parametrize('pipelined', [True, False], ids=['pipelined: the direct answer', 'not pipelined: the module'])
-def test_a_live_probe_through_become_is_the_direct_answer_only_where_ansible_would_pipe(tmp_path, monkeypatch, pipelined):
+@pytest.mark.parametrize('pipelined, switch', [(True, True), (False, True), (True, False)],
+                         ids=['pipelined: the direct answer', 'not pipelined: the module', 'switched off: the module'])
+def test_a_live_probe_through_become_is_the_direct_answer_only_where_ansible_would_pipe(tmp_path, monkeypatch, pipelined, switch):
     """This machine probed live through a become method: with pipelining the probe goes as the direct answer (the
     node's Python, -I -c, code on standard input: plugin_utils/_direct), without it as the node_probe module, as
-    Ansible sends any module; both judge the node."""
+    Ansible sends any module, and so with xuanwu_probe_direct false (given on the command line, a string); all judge
+    the node."""
     plugins = tmp_path / 'become'
     plugins.mkdir()
     name = 'xuanwu_test_become'
@@ -295,11 +297,18 @@ def test_a_live_probe_through_become_is_the_direct_answer_only_where_ansible_wou
     inv = write_inventory(tmp_path, {'live-node': {}}, {'xuanwu_profile': str(profile), 'ansible_become': True,
                                                         'ansible_become_method': name, 'ansible_pipelining': pipelined})
     reports = tmp_path / 'reports'
-    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-vvv')
+    rc, out = playbook('-i', inv, 'playbooks/validate.yml', '-e', 'xuanwu_reports_dir=%s' % reports, '-vvv',
+                       *([] if switch else ['-e', 'xuanwu_probe_direct=false']))
     assert rc == 0, out[-3000:]
     # -vvv logs each command (the direct answer's program spans lines): the become method wrapped them
     assert 'xuanwu-test-become' in out
-    assert (' -I -c ' in out) == pipelined and ('AnsiballZ_node_probe' in out) != pipelined, out[-3000:]
+    direct = pipelined and switch
+    # the module goes as a file (AnsiballZ) where Ansible does not pipe, on standard input where it does
+    assert (' -I -c ' in out) == direct and ('AnsiballZ_node_probe' in out) == (not pipelined), out[-3000:]
+    # the task's result says which way and why
+    via = {(True, True): 'probe_via: direct', (False, True): "probe_via: 'module: become without pipelining",
+           (True, False): "probe_via: 'module: switched off (direct: false, xuanwu_probe_direct)'"}[(pipelined, switch)]
+    assert via in out, out[-3000:]
     _folder, report = the_report(reports)
     entry = report['hosts']['live-node']
     assert entry['status'] in ('pass', 'warn') and entry['facts_summary']['source'] == 'live', entry

@@ -105,6 +105,25 @@ def test_node_validate_takes_the_direct_answer_and_builds_the_same_facts(tmp_pat
     assert len(direct.commands) == 1 and direct.executed_modules == [] and len(module.executed_modules) == 1
 
 
+def test_node_validate_says_how_it_probed_and_its_switch_sends_the_module(tmp_path, monkeypatch):
+    monkeypatch.setenv('PYTEST_TMP', str(tmp_path))
+    from ansible_collections.xuanwu.cluster.plugins.action import node_validate
+    args = {'replay_dir': os.path.join(DEMO, 'gpu-node01'), 'disk_paths': ['/'], 'gather': ['all']}
+    direct = _Action()
+    facts, _error = node_validate.ActionModule._probe(direct, dict(args), {})
+    assert direct._probe_via == 'direct' and direct.executed_modules == []
+    off = _Action()
+    facts_off, _error = node_validate.ActionModule._probe(off, dict(args), {}, direct=False)
+    assert off.commands == [] and len(off.executed_modules) == 1 and facts_off == facts
+    assert off._probe_via == 'module: switched off (direct: false, xuanwu_probe_direct)'
+    unpiped = _Action(has_pipelining=False)
+    node_validate.ActionModule._probe(unpiped, dict(args), {})
+    assert unpiped._probe_via == 'module: the connection cannot pass data on standard input'
+    # the inventory variable reaches the option (the role runs node_validate with variables: true)
+    read = node_validate.options_from_variables({}, {'xuanwu_probe_direct': False}, lambda value: value)
+    assert read['direct'] is False and 'direct' not in node_validate.options_from_variables({}, {}, lambda value: value)
+
+
 @pytest.mark.parametrize('kwargs, why', [
     ({'has_pipelining': False}, 'cannot pass data on standard input'),
     ({'become': object(), 'pipelining': False}, 'become without pipelining'),
