@@ -48,10 +48,10 @@ options:
         C(xuanwu_nccl_library_globs), O(nccl_python) C(xuanwu_torch_python), O(nccl_home) C(nccl_tests_build_nccl_home),
         O(fail_on) C(xuanwu_fail_on), O(consistency) C(xuanwu_consistency_check),
         O(job_mpirun_args) C(xuanwu_mpirun_args), O(redact_env_keys) C(xuanwu_redact_env_keys), O(full_facts)
-        C(xuanwu_full_facts), O(direct) C(xuanwu_probe_direct); O(job_ports) is C(xuanwu_torch_master_port) and C(xuanwu_job_ports), O(job_env)
-        C(xuanwu_nccl_env) with C(xuanwu_torch_env) over it, and O(stages) the C(xuanwu_validate_*),
-        C(xuanwu_container_smoke), C(xuanwu_workloads_on_failed_hosts) and C(xuanwu_recheck_counters) switches, C(build)
-        on where C(nccl_tests_build_archive) or C(nccl_tests_build_rccl_archive) is set and no bundle is replayed.
+        C(xuanwu_full_facts), O(direct) C(xuanwu_probe_direct); O(job_ports) is C(xuanwu_torch_master_port) and
+        C(xuanwu_job_ports), O(job_env) C(xuanwu_nccl_env) with C(xuanwu_torch_env) over it, and O(stages) the
+        C(xuanwu_validate_*), C(xuanwu_container_smoke), C(xuanwu_workloads_on_failed_hosts) and C(xuanwu_recheck_counters)
+        switches, C(build) on where C(nccl_tests_build_archive) or C(nccl_tests_build_rccl_archive) is set and no bundle is replayed.
       - Only the values read are templated, so a fleet's task templates no argument per host (C(docs/architecture.md),
         "Cost per host"). The role C(xuanwu.cluster.node_health) runs the module this way.
     type: bool
